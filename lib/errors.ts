@@ -1,0 +1,74 @@
+import { Errors } from "moleculer";
+import type { Context, Service, ServiceHooks } from "moleculer";
+
+type ServiceHooksError = NonNullable<ServiceHooks["error"]>;
+
+/** Every error text the service sends. The documented ones are quoted from the interface, once. */
+export const texts = {
+	authorNotFound: "There is no author with that Id",
+	authorHasGames: "There are games related to this author",
+	categoryNotFound: "There is no category with that Id",
+	categoryHasGames: "There are games related to this category",
+	gameNotFound: "There is no game with that Id",
+	fetchAuthors: "Error fetching authors",
+	fetchAuthor: "Error fetching author",
+	createAuthor: "Error creating author",
+	updateAuthor: "Error updating author",
+	deleteAuthor: "Error deleting author",
+	fetchAuthorsPage: "Error fetching authors page",
+	fetchGames: "Error fetching games",
+	createGame: "Error creating game",
+	updateGame: "Error updating game",
+	deleteGame: "Error deleting game",
+	fetchCategories: "Error fetching categories",
+	fetchCategory: "Error fetching category",
+	createCategory: "Error creating category",
+	updateCategory: "Error updating category",
+	deleteCategory: "Error deleting category",
+	countGames: "Error counting games",
+	invalidTitlePattern: "The 'title' filter is not a valid pattern",
+	malformedJson: "The request body is not valid JSON",
+	bodyTooLarge: "The request body is too large",
+	notFound: "Not found",
+	unavailable: "The service is temporarily unavailable",
+	internal: "Internal server error",
+} as const;
+
+export type ErrorText = (typeof texts)[keyof typeof texts];
+
+/** A business failure: status 400 and the text as `msg`, on every node. */
+export class CatalogueError extends Errors.MoleculerClientError {
+	constructor(text: ErrorText, type: string, data?: unknown) {
+		super(text, 400, type, data);
+		this.name = "CatalogueError";
+	}
+}
+
+export const notFound = (text: ErrorText) => () => new CatalogueError(text, "NOT_FOUND");
+export const inUse = (text: ErrorText) => new CatalogueError(text, "IN_USE");
+export const storageFailure = (text: ErrorText) => new CatalogueError(text, "STORAGE_FAILURE");
+
+export interface FailureTexts {
+	/** The error an unknown id becomes. */
+	notFound: () => CatalogueError;
+	/** Per action: the text a storage (or downstream) failure becomes. */
+	failures: Record<string, ErrorText>;
+}
+
+/**
+ * Builds a service's error hooks: moleculer-db's EntityNotFoundError becomes the entity's
+ * "There is no ... with that Id", and anything that is not already a client error (a storage
+ * failure, an unreachable service) becomes the action's documented failure text.
+ */
+export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksError {
+	const hooks: ServiceHooksError = {};
+	for (const [action, text] of Object.entries(failures)) {
+		hooks[action] = function (this: Service, ctx: Context, err: Error) {
+			if (err.name === "EntityNotFoundError") throw notFound();
+			if (err instanceof Errors.MoleculerClientError) throw err;
+			this.logger.error(`${ctx.action?.name ?? action} failed:`, err);
+			throw storageFailure(text);
+		};
+	}
+	return hooks;
+}

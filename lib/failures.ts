@@ -1,0 +1,57 @@
+import { texts } from "./errors";
+
+export interface FieldError {
+	field: string;
+	message: string;
+	type: string;
+}
+
+export interface Failure {
+	status: number;
+	body: { msg: string; errors?: FieldError[] };
+}
+
+/** What an error carries that decides its answer; it may have crossed the broker as plain data. */
+interface ErrorLike {
+	name?: string;
+	message?: string;
+	code?: unknown;
+	status?: unknown;
+	type?: unknown;
+	data?: unknown;
+}
+
+function fieldErrors(data: unknown): FieldError[] | undefined {
+	if (!Array.isArray(data)) return undefined;
+	const errors = data
+		.filter((item): item is FieldError => typeof item?.message === "string")
+		.map(({ field, message, type }) => ({ field: String(field), message, type: String(type) }));
+	return errors.length > 0 ? errors : undefined;
+}
+
+/**
+ * The HTTP answer for any error that reaches the gateway: business failures keep their text at
+ * 400, validation failures name the first offending field, and nothing internal leaks.
+ */
+export function toFailure(error: unknown): Failure {
+	const err = (error ?? {}) as ErrorLike;
+	const errors = fieldErrors(err.data);
+	switch (true) {
+		case err.name === "ValidationError" && errors !== undefined:
+			return { status: 400, body: { msg: errors![0].message, errors } };
+		case err.type === "entity.parse.failed":
+			return { status: 400, body: { msg: texts.malformedJson } };
+		case err.type === "entity.too.large":
+			return { status: 413, body: { msg: texts.bodyTooLarge } };
+		case err.name === "NotFoundError":
+			return { status: 404, body: { msg: texts.notFound } };
+		case err.name === "ServiceNotFoundError" || err.name === "ServiceNotAvailableError":
+			return { status: 503, body: { msg: texts.unavailable } };
+		case err.name === "RequestTimeoutError":
+			return { status: 504, body: { msg: texts.unavailable } };
+	}
+	const status = typeof err.code === "number" ? err.code : typeof err.status === "number" ? err.status : 500;
+	if (status >= 400 && status < 500 && typeof err.message === "string" && err.message !== "")
+		return { status, body: errors ? { msg: err.message, errors } : { msg: err.message } };
+	return { status: 500, body: { msg: texts.internal } };
+}

@@ -1,0 +1,47 @@
+/**
+ * Validation rules shared by the services' action `params` (fastest-validator). Limits come from
+ * the decisions: names and titles up to 200 characters, nationality and category name up to 100.
+ */
+
+type ValidationErrors = { type: string; actual?: unknown; expected?: unknown }[];
+
+const NUMERIC_TEXT = /^-?\d+(\.\d+)?$/;
+
+/** A required text: trimmed, non-empty after trimming, at most `max` characters. */
+export const text = (max: number) => ({ type: "string", trim: true, empty: false, max }) as const;
+
+/** An optional text filter (query string). */
+export const filter = (max: number) => ({ type: "string", optional: true, max }) as const;
+
+/** A required identifier: any non-empty string; an id nothing has is answered by the service. */
+export const id = { type: "string", empty: false } as const;
+
+/** `{ id }` pointing at another record; extra keys are dropped. */
+export const reference = {
+	type: "object",
+	strict: "remove",
+	props: { id: { type: "string", trim: true, empty: false } },
+} as const;
+
+/**
+ * A whole number given as a JSON number or a numeric string, converted to a number.
+ * Anything else (booleans, arrays, "", "abc", 12.5) fails with fastest-validator's own messages.
+ */
+export function wholeNumber(min: number, max?: number, optional = false) {
+	return {
+		type: "any",
+		optional,
+		custom(value: unknown, errors: ValidationErrors): unknown {
+			if (value === undefined || value === null) return value;
+			const number =
+				typeof value === "number" ? value
+				: typeof value === "string" && NUMERIC_TEXT.test(value.trim()) ? Number(value)
+				: Number.NaN;
+			if (!Number.isFinite(number)) errors.push({ type: "number", actual: value });
+			else if (!Number.isInteger(number)) errors.push({ type: "numberInteger", actual: value });
+			else if (number < min) errors.push({ type: "numberMin", expected: min, actual: value });
+			else if (max !== undefined && number > max) errors.push({ type: "numberMax", expected: max, actual: value });
+			return number;
+		},
+	};
+}

@@ -1,0 +1,90 @@
+import path from "node:path";
+import type { Context, ServiceSchema } from "moleculer";
+import DbService, { MemoryAdapter, type DbServiceSettings } from "moleculer-db";
+import { config } from "../lib/config";
+import { errorHooks, type FailureTexts } from "../lib/errors";
+import { newId } from "../lib/ids";
+
+/** A stored record as the services hand it out: `id`, never `_id`. */
+export type Row = { id: string };
+
+/** A catalogue service's schema: moleculer-db settings and a typed store as `this`. */
+export type CatalogueSchema<T extends Row> = ServiceSchema<DbServiceSettings, Store<T>>;
+
+/** Lets a mixin be written against a typed `this` and still be listed in `mixins`. */
+export const asMixin = <T extends Row>(schema: Partial<CatalogueSchema<T>>) => schema as Partial<ServiceSchema>;
+
+export interface FindParams {
+	query?: Record<string, unknown>;
+	sort?: string[];
+	limit?: number;
+	offset?: number;
+	populate?: string[];
+}
+
+/** The moleculer-db methods the catalogue uses, with the types they really have. */
+export interface Store<T extends Row = Row> {
+	adapter: {
+		find(params: FindParams): Promise<Record<string, unknown>[]>;
+		count(params: FindParams): Promise<number>;
+		db?: { ensureIndex(options: { fieldName: string }): Promise<void> };
+	};
+	_find(ctx: Context, params: FindParams): Promise<T[]>;
+	_list(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: T[]; total: number }>;
+	_get(ctx: Context, params: { id: string }): Promise<T>;
+	_create(ctx: Context, params: Omit<T, "id">): Promise<T>;
+	_update(ctx: Context, params: T): Promise<T>;
+	_remove(ctx: Context, params: { id: string }): Promise<unknown>;
+	transformDocuments(ctx: Context, params: FindParams, docs: Record<string, unknown>[]): Promise<unknown[]>;
+}
+
+export interface DbOptions extends FailureTexts {
+	/** Collection (and NeDB file) name. */
+	collection: string;
+	/** Fields that are filtered or sorted on. */
+	indexes?: string[];
+}
+
+/** The storage the configuration asks for: a NeDB file under DATA_DIR, or memory only. */
+function createAdapter(collection: string) {
+	if (config.storage === "memory") return new MemoryAdapter();
+	return new MemoryAdapter({ filename: path.join(config.dataDir, `${collection}.db`), autoload: false });
+}
+
+/** moleculer-db's storage methods without its actions: each service publishes its own. */
+const storageOnly: Partial<ServiceSchema> = {
+	mixins: [DbService as unknown as Partial<ServiceSchema>],
+	actions: { find: false, count: false, list: false, create: false, insert: false, get: false, update: false, remove: false },
+};
+
+/**
+ * Storage for one catalogue service: the adapter, time-ordered string ids, `id` in place of
+ * `_id`, a `get` action that takes one id or a batch (the populates use it), and the service's
+ * error texts applied to every failure.
+ */
+export function dbMixin({ collection, indexes = [], notFound, failures }: DbOptions) {
+	return asMixin({
+		mixins: [storageOnly],
+		adapter: createAdapter(collection),
+		settings: { idField: "id" },
+		actions: {
+			// The record with that id, or with `mapping`, a map id -> record of those that exist.
+			get: {
+				params: {
+					id: [{ type: "string", empty: false }, { type: "array", items: "string" }],
+					mapping: { type: "boolean", optional: true },
+				},
+				handler(ctx: Context<{ id: string | string[]; mapping?: boolean }>) {
+					return this._get(ctx, ctx.params as { id: string });
+				},
+			},
+		},
+		hooks: { error: errorHooks({ notFound, failures }) },
+		beforeEntityCreate(entity: Record<string, unknown>) {
+			return { ...entity, _id: newId() };
+		},
+		async afterConnected(this: Store) {
+			for (const fieldName of indexes) await this.adapter.db?.ensureIndex({ fieldName });
+		},
+	} as Partial<CatalogueSchema<Row>>);
+}

@@ -1,0 +1,95 @@
+import type { Context } from "moleculer";
+import { notFound, texts } from "../lib/errors";
+import { AUTHOR_SORT_FIELDS, MAX_PAGE_NUMBER, MAX_PAGE_SIZE, effectivePage, sortKeys, type Page } from "../lib/page";
+import { id, text, wholeNumber } from "../lib/params";
+import { dbMixin, type CatalogueSchema } from "../mixins/db.mixin";
+import { referencedByGames } from "../mixins/referenced.mixin";
+import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
+
+const sortOrder = {
+	type: "object",
+	strict: "remove",
+	props: {
+		property: { type: "enum", values: AUTHOR_SORT_FIELDS, optional: true },
+		direction: { type: "string", optional: true },
+	},
+} as const;
+
+const AuthorsService: CatalogueSchema<Author> = {
+	name: "authors",
+	mixins: [
+		dbMixin({
+			collection: "authors",
+			indexes: ["name", "nationality"],
+			notFound: notFound(texts.authorNotFound),
+			failures: {
+				get: texts.fetchAuthor,
+				list: texts.fetchAuthors,
+				page: texts.fetchAuthorsPage,
+				create: texts.createAuthor,
+				update: texts.updateAuthor,
+				remove: texts.deleteAuthor,
+			},
+		}),
+		referencedByGames({ field: "author", hasGames: texts.authorHasGames }),
+	],
+	settings: {
+		fields: ["id", "name", "nationality"],
+	},
+	actions: {
+		// Every author, ordered by id (creation order).
+		list: {
+			handler(ctx: Context): Promise<Author[]> {
+				return this._find(ctx, { sort: sortKeys([{ property: "id" }]) });
+			},
+		},
+
+		// One page of authors, sorted as asked (by name when no property is given).
+		page: {
+			params: {
+				$$strict: "remove",
+				pageable: {
+					type: "object",
+					strict: "remove",
+					props: {
+						pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
+						pageSize: wholeNumber(0, MAX_PAGE_SIZE),
+						sort: [{ ...sortOrder, optional: true }, { type: "array", items: sortOrder, optional: true }],
+					},
+				},
+			},
+			async handler(ctx: Context<AuthorPageRequest>): Promise<Page<Author>> {
+				const { pageNumber, pageSize } = effectivePage(ctx.params.pageable);
+				const { rows, total } = await this._list(ctx, {
+					sort: sortKeys(ctx.params.pageable.sort),
+					limit: pageSize,
+					offset: pageNumber * pageSize,
+					page: pageNumber + 1,
+					pageSize,
+				});
+				return { content: rows, pageable: { pageNumber, pageSize }, totalElements: total };
+			},
+		},
+
+		// { author: the created author }.
+		create: {
+			params: { $$strict: "remove", name: text(200), nationality: text(100) },
+			async handler(ctx: Context<AuthorBody>): Promise<{ author: Author }> {
+				const { name, nationality } = ctx.params;
+				return { author: await this._create(ctx, { name, nationality }) };
+			},
+		},
+
+		// 1 once the author is changed; 400 when no author has the id.
+		update: {
+			params: { $$strict: "remove", id, name: text(200), nationality: text(100) },
+			async handler(ctx: Context<AuthorUpdate>): Promise<1> {
+				const { id, name, nationality } = ctx.params;
+				await this._update(ctx, { id, name, nationality });
+				return 1;
+			},
+		},
+	},
+};
+
+export default AuthorsService;
