@@ -36,17 +36,21 @@ export const texts = {
 
 export type ErrorText = (typeof texts)[keyof typeof texts];
 
-/** A business failure: status 400 and the text as `msg`, on every node. */
+/**
+ * A business failure: status 400 and the text as `msg`. It keeps moleculer's own error name, so
+ * another node restores it as a MoleculerClientError with the same type and data.
+ */
 export class CatalogueError extends Errors.MoleculerClientError {
 	constructor(text: ErrorText, type: string, data?: unknown) {
 		super(text, 400, type, data);
-		this.name = "CatalogueError";
 	}
 }
 
+const STORAGE_FAILURE = "STORAGE_FAILURE";
+
 export const notFound = (text: ErrorText) => () => new CatalogueError(text, "NOT_FOUND");
 export const inUse = (text: ErrorText) => new CatalogueError(text, "IN_USE");
-export const storageFailure = (text: ErrorText) => new CatalogueError(text, "STORAGE_FAILURE");
+export const storageFailure = (text: ErrorText) => new CatalogueError(text, STORAGE_FAILURE);
 
 export interface FailureTexts {
 	/** The error an unknown id becomes. */
@@ -57,16 +61,16 @@ export interface FailureTexts {
 
 /**
  * Builds a service's error hooks: moleculer-db's EntityNotFoundError becomes the entity's
- * "There is no ... with that Id", and anything that is not already a client error (a storage
- * failure, an unreachable service) becomes the action's documented failure text.
+ * "There is no ... with that Id"; business failures pass; anything else (a storage failure here
+ * or in a service called, an unreachable service) becomes the action's documented failure text.
  */
 export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksError {
 	const hooks: ServiceHooksError = {};
 	for (const [action, text] of Object.entries(failures)) {
 		hooks[action] = function (this: Service, ctx: Context, err: Error) {
 			if (err.name === "EntityNotFoundError") throw notFound();
-			if (err instanceof Errors.MoleculerClientError) throw err;
-			this.logger.error(`${ctx.action?.name ?? action} failed:`, err);
+			if (err instanceof Errors.MoleculerClientError && err.type !== STORAGE_FAILURE) throw err;
+			this.logger.error(`${ctx.action?.name ?? action} failed:`, err.message);
 			throw storageFailure(text);
 		};
 	}

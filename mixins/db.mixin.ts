@@ -65,7 +65,6 @@ const storageOnly: Partial<ServiceSchema> = {
 export function dbMixin({ collection, indexes = [], notFound, failures }: DbOptions) {
 	return asMixin({
 		mixins: [storageOnly],
-		adapter: createAdapter(collection),
 		settings: { idField: "id" },
 		actions: {
 			// The record with that id, or with `mapping`, a map id -> record of those that exist.
@@ -80,6 +79,10 @@ export function dbMixin({ collection, indexes = [], notFound, failures }: DbOpti
 			},
 		},
 		hooks: { error: errorHooks({ notFound, failures }) },
+		// A new adapter for every service instance, so brokers in one process never share a store.
+		merged(schema: Record<string, unknown>) {
+			schema.adapter = createAdapter(collection);
+		},
 		beforeEntityCreate(entity: Record<string, unknown>) {
 			return { ...entity, _id: newId() };
 		},
