@@ -1,4 +1,4 @@
-import type { Middleware } from "moleculer";
+import type { Middleware, Service } from "moleculer";
 import { breakStorage, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 type Game = { id: string; title: string; category: { id: string; name: string }; author: { id: string } };
@@ -15,9 +15,10 @@ let games: Game[];
 const calls = new Map<string, number>();
 const countCalls: Middleware = {
 	localAction(next, action) {
-		return ctx => {
-			calls.set(action.name, (calls.get(action.name) ?? 0) + 1);
-			return next(ctx);
+		const name = String(action.name);
+		return function (this: Service, ctx) {
+			calls.set(name, (calls.get(name) ?? 0) + 1);
+			return next.call(this, ctx);
 		};
 	},
 };

@@ -1,0 +1,45 @@
+import { Errors, type Context, type Service } from "moleculer";
+import { CatalogueError, errorHooks, notFound, storageFailure, texts } from "../../lib/errors";
+
+const hooks = errorHooks({
+	notFound: notFound(texts.authorNotFound),
+	failures: { list: texts.fetchAuthors, create: texts.createAuthor },
+});
+const service = { logger: { error: jest.fn() } } as unknown as Service;
+const ctx = { action: { name: "authors.list" } } as Context;
+
+function thrownBy(action: string, err: Error): unknown {
+	const hook = hooks[action] as (this: Service, ctx: Context, err: Error) => void;
+	try {
+		hook.call(service, ctx, err);
+	} catch (thrown) {
+		return thrown;
+	}
+	throw new Error("the hook did not throw");
+}
+
+describe("errorHooks", () => {
+	test("there is a hook per action named", () => {
+		expect(Object.keys(hooks)).toEqual(["list", "create"]);
+	});
+
+	test("moleculer-db's EntityNotFoundError becomes the entity's 'There is no ... with that Id'", () => {
+		const err = Object.assign(new Error("Entity not found"), { name: "EntityNotFoundError", code: 404 });
+		expect(thrownBy("list", err)).toMatchObject({ message: texts.authorNotFound, code: 400 });
+	});
+
+	test("business and validation failures pass unchanged", () => {
+		const business = new CatalogueError(texts.categoryNotFound, "NOT_FOUND");
+		const validation = new Errors.ValidationError("bad", "VALIDATION_ERROR", []);
+		expect(thrownBy("create", business)).toBe(business);
+		expect(thrownBy("create", validation)).toBe(validation);
+	});
+
+	test("a storage failure, here or in a service called, becomes the action's text", () => {
+		expect(thrownBy("list", new Error("EACCES"))).toMatchObject({ message: texts.fetchAuthors, code: 400 });
+		expect(thrownBy("create", storageFailure(texts.fetchCategory))).toMatchObject({ message: texts.createAuthor });
+		expect(thrownBy("list", new Errors.ServiceNotAvailableError({ action: "x" }))).toMatchObject({
+			message: texts.fetchAuthors,
+		});
+	});
+});

@@ -1,0 +1,67 @@
+import { Errors } from "moleculer";
+import ApiGateway from "moleculer-web";
+import { CatalogueError, texts } from "../../lib/errors";
+import { toFailure } from "../../lib/failures";
+
+/** An error as another node hands it back: a plain Error carrying the original's fields. */
+function fromAnotherNode(err: Errors.MoleculerError): Error {
+	return Object.assign(new Error(err.message), { name: err.name, code: err.code, type: err.type, data: err.data });
+}
+
+describe("toFailure", () => {
+	test("a business failure answers 400 with its text", () => {
+		expect(toFailure(new CatalogueError(texts.authorNotFound, "NOT_FOUND"))).toEqual({
+			status: 400,
+			body: { msg: "There is no author with that Id" },
+		});
+	});
+
+	test("a business failure that crossed the broker keeps its answer", () => {
+		expect(toFailure(fromAnotherNode(new CatalogueError(texts.authorHasGames, "IN_USE")))).toEqual({
+			status: 400,
+			body: { msg: "There are games related to this author" },
+		});
+	});
+
+	test("a validation failure answers 400 naming the first field, with every field listed", () => {
+		const err = new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", [
+			{ type: "required", field: "name", message: "The 'name' field is required.", actual: undefined },
+			{ type: "stringMax", field: "nationality", message: "The 'nationality' field is too long.", actual: "x" },
+		]);
+		expect(toFailure(err)).toEqual({
+			status: 400,
+			body: {
+				msg: "The 'name' field is required.",
+				errors: [
+					{ field: "name", message: "The 'name' field is required.", type: "required" },
+					{ field: "nationality", message: "The 'nationality' field is too long.", type: "stringMax" },
+				],
+			},
+		});
+	});
+
+	test("an unknown route answers 404", () => {
+		expect(toFailure(new ApiGateway.Errors.NotFoundError("NOT_FOUND"))).toEqual({ status: 404, body: { msg: texts.notFound } });
+	});
+
+	test("malformed JSON answers 400 and a too large body 413", () => {
+		const parse = Object.assign(new SyntaxError("Unexpected token"), { status: 400, type: "entity.parse.failed" });
+		const large = Object.assign(new Error("request entity too large"), { status: 413, type: "entity.too.large" });
+		expect(toFailure(parse)).toEqual({ status: 400, body: { msg: texts.malformedJson } });
+		expect(toFailure(large)).toEqual({ status: 413, body: { msg: texts.bodyTooLarge } });
+	});
+
+	test("an unavailable service answers 503 and a timeout 504", () => {
+		expect(toFailure(new Errors.ServiceNotFoundError({ action: "authors.get" })).status).toBe(503);
+		expect(toFailure(new Errors.ServiceNotAvailableError({ action: "authors.get" })).status).toBe(503);
+		expect(toFailure(new Errors.RequestTimeoutError({ action: "authors.get" })).status).toBe(504);
+	});
+
+	test("anything else answers 500 without its internal message", () => {
+		expect(toFailure(new TypeError("Cannot read properties of undefined (reading 'x')"))).toEqual({
+			status: 500,
+			body: { msg: texts.internal },
+		});
+		expect(toFailure(undefined)).toEqual({ status: 500, body: { msg: texts.internal } });
+	});
+});

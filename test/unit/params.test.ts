@@ -1,0 +1,62 @@
+import Validator from "fastest-validator";
+import { reference, text, wholeNumber } from "../../lib/params";
+
+const validator = new Validator({ useNewCustomCheckerFunction: true });
+const check = (rule: object, value: unknown) => {
+	const data: Record<string, unknown> = { value };
+	const result = validator.compile({ value: rule })(data);
+	return { result, value: data.value };
+};
+
+describe("wholeNumber", () => {
+	test.each([
+		[7, 7],
+		["7", 7],
+		[" 12 ", 12],
+		[0, 0],
+		[99, 99],
+	])("accepts %p as %p", (input, number) => {
+		expect(check(wholeNumber(0, 99), input)).toEqual({ result: true, value: number });
+	});
+
+	test.each([
+		[12.5, "numberInteger"],
+		["12.5", "numberInteger"],
+		["abc", "number"],
+		["", "number"],
+		["0x10", "number"],
+		["1e2", "number"],
+		[true, "number"],
+		[[5], "number"],
+		[{}, "number"],
+		[-1, "numberMin"],
+		["-1", "numberMin"],
+		[100, "numberMax"],
+		[Number.MAX_VALUE, "numberMax"],
+	])("refuses %p (%s)", (input, type) => {
+		const { result } = check(wholeNumber(0, 99), input);
+		expect(result).toEqual([expect.objectContaining({ type, field: "value", message: expect.stringContaining("'value'") })]);
+	});
+
+	test("is required unless optional", () => {
+		expect(check(wholeNumber(0), undefined).result).toEqual([expect.objectContaining({ type: "required" })]);
+		expect(check(wholeNumber(0, undefined, true), undefined).result).toBe(true);
+	});
+});
+
+describe("text", () => {
+	test("trims, and refuses what is empty after trimming or too long", () => {
+		expect(check(text(5), "  ab ")).toEqual({ result: true, value: "ab" });
+		expect(check(text(5), "   ").result).toEqual([expect.objectContaining({ type: "stringEmpty" })]);
+		expect(check(text(5), "abcdef").result).toEqual([expect.objectContaining({ type: "stringMax" })]);
+	});
+});
+
+describe("reference", () => {
+	test("keeps only a non-empty string id", () => {
+		expect(check(reference, { id: " a ", extra: 1 })).toEqual({ result: true, value: { id: "a" } });
+		expect(check(reference, { id: "" }).result).not.toBe(true);
+		expect(check(reference, { id: 1 }).result).not.toBe(true);
+		expect(check(reference, "a").result).not.toBe(true);
+	});
+});
