@@ -3,6 +3,7 @@ import type { Service, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { config } from "../lib/config";
 import { toFailure } from "../lib/failures";
+import { withoutPrototypeKeys } from "../lib/json";
 
 /** The whole HTTP surface: only these paths reach the services. */
 const aliases = {
@@ -37,7 +38,7 @@ const ApiService: ServiceSchema<ApiSettingsSchema> = {
 				mappingPolicy: "restrict",
 				autoAliases: false,
 				aliases,
-				bodyParsers: { json: { limit: config.bodyLimit } },
+				bodyParsers: { json: { limit: config.bodyLimit, reviver: withoutPrototypeKeys } },
 			},
 		],
 		// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.

@@ -73,6 +73,15 @@ describe("the gateway", () => {
 		expectCleanFailure(await api.get("/category?name=a&name=b"), 400);
 	});
 
+	test("a __proto__ key in the body cannot supply fields", async () => {
+		const before = (await api.get("/author")).body.length;
+		const raw = '{"__proto__":{"name":"Mallory","nationality":"Nowhere"}}';
+		const answer = await api.send("PUT", "/author", undefined, raw);
+		expectCleanFailure(answer, 400);
+		expect((answer.body as { msg: string }).msg).toBe("The 'name' field is required.");
+		expect((await api.get("/author")).body).toHaveLength(before);
+	});
+
 	test("documented error texts are sent without the 'Error:' prefix", async () => {
 		const answer = await api.delete("/author/unknown");
 		expect(answer.body).toEqual({ msg: "There is no author with that Id" });
