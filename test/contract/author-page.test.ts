@@ -1,4 +1,4 @@
-import { breakStorage, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 
 type Author = { id: string; name: string; nationality: string };
 
@@ -138,14 +138,7 @@ describe("POST /author (page)", () => {
 	});
 
 	test("a storage failure answers 400 'Error fetching authors page'", async () => {
-		const restore = breakStorage(catalogue, "authors", "count");
-		try {
-			expect(await page({ pageNumber: 0, pageSize: 5 })).toMatchObject({
-				status: 400,
-				body: { msg: "Error fetching authors page" },
-			});
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["authors", "count"], () => page({ pageNumber: 0, pageSize: 5 }));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching authors page" } });
 	});
 });

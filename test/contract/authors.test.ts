@@ -1,4 +1,4 @@
-import { breakStorage, startCatalogue, unknownIds, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
 
 let catalogue: Catalogue;
 let api: Api;
@@ -52,13 +52,9 @@ describe("PUT /author (create)", () => {
 	});
 
 	test("a storage failure answers 400 'Error creating author'", async () => {
-		const restore = breakStorage(catalogue, "authors", "insert");
-		try {
-			const answer = await api.put("/author", { name: "Ana", nationality: "Spanish" });
-			expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating author" } });
-		} finally {
-			restore();
-		}
+		const author = { name: "Ana", nationality: "Spanish" };
+		const answer = await withBrokenStorage(catalogue, ["authors", "insert"], () => api.put("/author", author));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating author" } });
 	});
 });
 
@@ -75,7 +71,7 @@ describe("PUT /author/{id} (update)", () => {
 		"an unknown id (%s) answers 400 'There is no author with that Id'",
 		async (_shape, id) => {
 			const answer = await api.put(`/author/${id}`, { name: "A", nationality: "B" });
-			expect(answer).toMatchObject({ status: 400, body: { msg: "There is no author with that Id" } });
+		expect(answer).toMatchObject({ status: 400, body: { msg: "There is no author with that Id" } });
 		},
 	);
 
@@ -103,12 +99,8 @@ describe("GET /author", () => {
 	});
 
 	test("a storage failure answers 400 'Error fetching authors'", async () => {
-		const restore = breakStorage(catalogue, "authors", "find");
-		try {
-			expect(await api.get("/author")).toMatchObject({ status: 400, body: { msg: "Error fetching authors" } });
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["authors", "find"], () => api.get("/author"));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching authors" } });
 	});
 });
 

@@ -1,4 +1,4 @@
-import { breakStorage, startCatalogue, unknownIds, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
 
 let catalogue: Catalogue;
 let api: Api;
@@ -33,15 +33,8 @@ describe("PUT /category (create)", () => {
 	});
 
 	test("a storage failure answers 400 with a msg", async () => {
-		const restore = breakStorage(catalogue, "categories", "insert");
-		try {
-			expect(await api.put("/category", { name: "Broken" })).toMatchObject({
-				status: 400,
-				body: { msg: "Error creating category" },
-			});
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["categories", "insert"], () => api.put("/category", { name: "Broken" }));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating category" } });
 	});
 });
 
@@ -95,12 +88,8 @@ describe("GET /category", () => {
 	});
 
 	test("a storage failure answers 400 with a msg", async () => {
-		const restore = breakStorage(catalogue, "categories", "find");
-		try {
-			expect(await api.get("/category")).toMatchObject({ status: 400, body: { msg: "Error fetching categories" } });
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["categories", "find"], () => api.get("/category"));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching categories" } });
 	});
 });
 

@@ -1,5 +1,5 @@
 import type { Middleware, Service } from "moleculer";
-import { breakStorage, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 
 type Game = { id: string; title: string; category: { id: string; name: string }; author: { id: string } };
 
@@ -134,20 +134,12 @@ describe("GET /game", () => {
 	});
 
 	test("a failure answers 400 'Error fetching games'", async () => {
-		const restore = breakStorage(catalogue, "games", "find");
-		try {
-			expect(await api.get("/game")).toMatchObject({ status: 400, body: { msg: "Error fetching games" } });
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["games", "find"], () => api.get("/game"));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching games" } });
 	});
 
 	test("a storage failure in the author service answers 400 'Error fetching games'", async () => {
-		const restore = breakStorage(catalogue, "authors", "findByIds");
-		try {
-			expect(await api.get("/game")).toMatchObject({ status: 400, body: { msg: "Error fetching games" } });
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["authors", "findByIds"], () => api.get("/game"));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching games" } });
 	});
 });

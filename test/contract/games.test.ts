@@ -1,4 +1,4 @@
-import { breakStorage, startCatalogue, unknownIds, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
 
 type Ref = { id: string };
 
@@ -100,13 +100,10 @@ describe("PUT /game (create)", () => {
 	});
 
 	test("a storage failure answers 400 'Error creating game'", async () => {
-		const restore = breakStorage(catalogue, "games", "insert");
-		try {
-			const answer = await api.put("/game", body("Broken", 10, { id: strategy.id }, { id: knizia.id }));
-			expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating game" } });
-		} finally {
-			restore();
-		}
+		const answer = await withBrokenStorage(catalogue, ["games", "insert"], () =>
+			api.put("/game", body("Broken", 10, { id: strategy.id }, { id: knizia.id })),
+		);
+		expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating game" } });
 	});
 });
 

@@ -59,14 +59,23 @@ export async function startCatalogue(middlewares: Middleware[] = []): Promise<Ca
 	return { broker, api: new Api(`http://127.0.0.1:${server.address().port}`), stop: () => broker.stop() };
 }
 
-/** Replaces one adapter method of a service with a failing one, as a broken store would. */
-export function breakStorage(catalogue: Catalogue, service: string, method: string): () => void {
+/**
+ * Sends a request while one adapter method of a service fails as a broken store would, and
+ * returns the answer; the store works again afterwards.
+ */
+export async function withBrokenStorage<T>(
+	catalogue: Catalogue,
+	[service, method]: [string, string],
+	request: () => Promise<T>,
+): Promise<T> {
 	const adapter = (catalogue.broker.getLocalService(service) as unknown as { adapter: Record<string, unknown> }).adapter;
 	const original = adapter[method];
 	adapter[method] = () => Promise.reject(new Error("disk unavailable"));
-	return () => {
+	try {
+		return await request();
+	} finally {
 		adapter[method] = original;
-	};
+	}
 }
 
 /** Ids of every shape a client may send that no record has: each must be a plain unknown id. */
