@@ -27,11 +27,11 @@ export const reference = {
  * A whole number given as a JSON number or a numeric string, converted to a number.
  * Anything else (booleans, arrays, "", "abc", 12.5) fails with fastest-validator's own messages.
  */
-export function wholeNumber(min: number, max?: number, optional = false) {
+export function wholeNumber(min: number, max: number) {
 	return {
 		type: "any",
-		optional,
 		custom(value: unknown, errors: ValidationErrors): unknown {
+			// A missing value is already reported as required by the rule itself.
 			if (value === undefined || value === null) return value;
 			const number =
 				typeof value === "number" ? value
@@ -40,7 +40,7 @@ export function wholeNumber(min: number, max?: number, optional = false) {
 			if (!Number.isFinite(number)) errors.push({ type: "number", actual: value });
 			else if (!Number.isInteger(number)) errors.push({ type: "numberInteger", actual: value });
 			else if (number < min) errors.push({ type: "numberMin", expected: min, actual: value });
-			else if (max !== undefined && number > max) errors.push({ type: "numberMax", expected: max, actual: value });
+			else if (number > max) errors.push({ type: "numberMax", expected: max, actual: value });
 			return number;
 		},
 	};

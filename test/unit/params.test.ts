@@ -38,9 +38,9 @@ describe("wholeNumber", () => {
 		expect(result).toEqual([expect.objectContaining({ type, field: "value", message: expect.stringContaining("'value'") })]);
 	});
 
-	test("is required unless optional", () => {
-		expect(check(wholeNumber(0), undefined).result).toEqual([expect.objectContaining({ type: "required" })]);
-		expect(check(wholeNumber(0, undefined, true), undefined).result).toBe(true);
+	test("is required, and a missing value is reported once", () => {
+		expect(check(wholeNumber(0, 99), undefined).result).toEqual([expect.objectContaining({ type: "required" })]);
+		expect(check(wholeNumber(0, 99), null).result).toEqual([expect.objectContaining({ type: "required" })]);
 	});
 });
 
