@@ -16,7 +16,18 @@ export interface CatalogueConfig {
 	logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace";
 	/** Largest JSON body the gateway accepts (`BODY_LIMIT`, default 100kb). */
 	bodyLimit: string;
+	/** The services this node runs (`SERVICES`, read by moleculer-runner; checked here). */
+	services: ServiceName[];
+	/** MongoDB connection string (`MONGO_URI`); when set, storage is MongoDB, not NeDB files. */
+	mongoUri: string | null;
+	/** How long a node may take to reach NATS and its storage before it gives up (`START_TIMEOUT`, seconds, default 30). */
+	startTimeoutMs: number;
+	/** Port of the node's readiness probe (`HEALTH_PORT`); none when unset. */
+	healthPort: number | null;
 }
+
+export const SERVICE_NAMES = ["api", "authors", "categories", "games"] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 
@@ -27,22 +38,38 @@ function oneOf<T extends string>(name: string, value: string, allowed: readonly 
 	throw new ConfigError(`${name} must be one of ${allowed.join(", ")}; got "${value}"`);
 }
 
-function port(value: string): number {
+function wholeNumber(name: string, value: string, min: number, max: number): number {
 	const number = Number(value);
-	if (value.trim() === "" || !Number.isInteger(number) || number < 0 || number > 65535)
-		throw new ConfigError(`PORT must be a whole number from 0 to 65535; got "${value}"`);
+	if (value.trim() === "" || !Number.isInteger(number) || number < min || number > max)
+		throw new ConfigError(`${name} must be a whole number from ${min} to ${max}; got "${value}"`);
 	return number;
+}
+
+function serviceList(value: string | undefined): ServiceName[] {
+	const names = (value ?? "").split(",").map(name => name.trim()).filter(Boolean);
+	if (names.length === 0) return [...SERVICE_NAMES];
+	return names.map(name => oneOf("SERVICES", name, SERVICE_NAMES));
+}
+
+function mongoUri(value: string | undefined): string | null {
+	if (!value) return null;
+	if (!/^mongodb(\+srv)?:\/\//.test(value)) throw new ConfigError(`MONGO_URI must start with mongodb:// or mongodb+srv://`);
+	return value;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfig {
 	return {
-		port: port(env.PORT ?? "3000"),
+		port: wholeNumber("PORT", env.PORT ?? "3000", 0, 65535),
 		dataDir: path.resolve(env.DATA_DIR || "data"),
 		storage: oneOf("STORAGE", env.STORAGE || "file", ["file", "memory"] as const),
 		transporter: env.TRANSPORTER || null,
 		namespace: env.NAMESPACE ?? "",
 		logLevel: oneOf("LOGLEVEL", env.LOGLEVEL || "info", LOG_LEVELS),
 		bodyLimit: env.BODY_LIMIT || "100kb",
+		services: serviceList(env.SERVICES),
+		mongoUri: mongoUri(env.MONGO_URI),
+		startTimeoutMs: wholeNumber("START_TIMEOUT", env.START_TIMEOUT || "30", 1, 3600) * 1000,
+		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
 	};
 }
 

@@ -1,9 +1,11 @@
 import path from "node:path";
 import type { Context, ServiceSchema } from "moleculer";
 import DbService, { MemoryAdapter, type DbServiceSettings } from "moleculer-db";
-import { config } from "../lib/config";
+import MongoDbAdapter from "moleculer-db-adapter-mongo";
+import { config, type CatalogueConfig } from "../lib/config";
 import { errorHooks, type FailureTexts } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { hideCredentials } from "../lib/uris";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
 export type Row = { id: string };
@@ -27,7 +29,6 @@ export interface Store<T extends Row = Row> {
 	adapter: {
 		find(params: FindParams): Promise<Record<string, unknown>[]>;
 		count(params: FindParams): Promise<number>;
-		db?: { ensureIndex(options: { fieldName: string }): Promise<void> };
 	};
 	_find(ctx: Context, params: FindParams): Promise<T[]>;
 	_list(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: T[]; total: number }>;
@@ -45,10 +46,36 @@ export interface DbOptions extends FailureTexts {
 	indexes?: string[];
 }
 
-/** The storage the configuration asks for: a NeDB file under DATA_DIR, or memory only. */
-function createAdapter(collection: string) {
-	if (config.storage === "memory") return new MemoryAdapter();
-	return new MemoryAdapter({ filename: path.join(config.dataDir, `${collection}.db`), autoload: false });
+/** How long a MongoDB operation waits for a reachable server before it fails. */
+const MONGO_SERVER_WAIT_MS = 5000;
+
+type StorageConfig = Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">;
+
+/**
+ * The storage the configuration asks for: MongoDB (the database named in MONGO_URI) when a URI
+ * is given, else a NeDB file under DATA_DIR, or memory only.
+ */
+export function createAdapter(collection: string, { mongoUri, storage, dataDir }: StorageConfig = config) {
+	if (mongoUri) return new MongoDbAdapter(mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
+	if (storage === "memory") return new MemoryAdapter();
+	return new MemoryAdapter({ filename: path.join(dataDir, `${collection}.db`), autoload: false });
+}
+
+/** An index on one field, in whichever store the adapter talks to. */
+async function createIndex(adapter: unknown, field: string): Promise<void> {
+	if (adapter instanceof MongoDbAdapter) await adapter.collection.createIndex({ [field]: 1 });
+	else await (adapter as NeDbAdapter).db.ensureIndex({ fieldName: field });
+}
+
+/** What moleculer-db's MemoryAdapter exposes of its NeDB datastore. */
+interface NeDbAdapter {
+	db: { ensureIndex(options: { fieldName: string }): Promise<void> };
+}
+
+/** Where the records live, for operators' messages; a MongoDB password is never shown. */
+export function describeStorage({ mongoUri, storage, dataDir }: StorageConfig = config): string {
+	if (mongoUri) return `MongoDB at ${hideCredentials(mongoUri)}`;
+	return storage === "memory" ? "memory" : `NeDB files in ${dataDir}`;
 }
 
 /** moleculer-db's storage methods without its actions: each service publishes its own. */
@@ -77,17 +104,26 @@ export function dbMixin({ collection, indexes = [], notFound, failures }: DbOpti
 					return this._get(ctx, ctx.params as { id: string });
 				},
 			},
+
+			// How many records the collection holds. For operators (the REPL): not on HTTP.
+			count: {
+				visibility: "public",
+				handler(): Promise<number> {
+					return this.adapter.count({});
+				},
+			},
 		},
 		hooks: { error: errorHooks({ notFound, failures }) },
 		// A new adapter for every service instance, so brokers in one process never share a store.
 		merged(schema: Record<string, unknown>) {
+			schema.collection = collection;
 			schema.adapter = createAdapter(collection);
 		},
 		beforeEntityCreate(entity: Record<string, unknown>) {
 			return { ...entity, _id: newId() };
 		},
 		async afterConnected(this: Store) {
-			for (const fieldName of indexes) await this.adapter.db?.ensureIndex({ fieldName });
+			for (const field of indexes) await createIndex(this.adapter, field);
 		},
 	} as Partial<CatalogueSchema<Row>>);
 }

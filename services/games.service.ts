@@ -1,15 +1,24 @@
+import uniq from "lodash/uniq";
 import type { Context } from "moleculer";
 import { firstFailure } from "../lib/checks";
 import { CatalogueError, notFound, texts } from "../lib/errors";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
+import { orphans } from "../lib/integrity";
 import { compileTitleFilter } from "../lib/title-filter";
 import { dbMixin, type CatalogueSchema } from "../mixins/db.mixin";
-import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame } from "./games.types";
+import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
 const gameBody = { title: text(200), age: wholeNumber(0, 99), category: reference, author: reference };
 
 /** The longest title filter accepted (a title itself has at most 200 characters). */
 const MAX_TITLE_FILTER = 200;
+
+/** Those of `ids` that `service` has a record for, asked in one batched call. */
+async function existingIds(ctx: Context, service: "categories" | "authors", ids: string[]): Promise<Set<string>> {
+	if (ids.length === 0) return new Set();
+	const found = await ctx.call<Record<string, unknown>, { id: string[]; mapping: true }>(`${service}.get`, { id: uniq(ids), mapping: true });
+	return new Set(Object.keys(found));
+}
 
 const GamesService: CatalogueSchema<Game> = {
 	name: "games",
@@ -89,6 +98,20 @@ const GamesService: CatalogueSchema<Game> = {
 				const game = await this._get(ctx, { id: ctx.params.id });
 				await this._remove(ctx, { id: ctx.params.id });
 				return { game };
+			},
+		},
+
+		// Games whose category or author no longer exists, each with what is missing. For
+		// operators (the REPL's integrity check): not on HTTP.
+		orphans: {
+			visibility: "public",
+			async handler(ctx: Context): Promise<OrphanGame[]> {
+				const games = await this._find(ctx, { sort: ["_id"] });
+				const [categories, authors] = await Promise.all([
+					existingIds(ctx, "categories", games.map(game => game.category)),
+					existingIds(ctx, "authors", games.map(game => game.author)),
+				]);
+				return orphans(games, { categories, authors });
 			},
 		},
 

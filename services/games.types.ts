@@ -1,3 +1,4 @@
+import type { Missing } from "../lib/integrity";
 import type { Author } from "./authors.types";
 import type { Category } from "./categories.types";
 
@@ -31,3 +32,6 @@ export interface GameCountQuery {
 	category?: string;
 	author?: string;
 }
+
+/** A game whose category or author does not exist (any more). */
+export type OrphanGame = Game & { missing: Missing[] };

@@ -11,10 +11,14 @@ describe("readConfig", () => {
 			namespace: "",
 			logLevel: "info",
 			bodyLimit: "100kb",
+			services: ["api", "authors", "categories", "games"],
+			mongoUri: null,
+			startTimeoutMs: 30_000,
+			healthPort: null,
 		});
 	});
 
-	test("reads PORT, DATA_DIR, STORAGE, TRANSPORTER, NAMESPACE, LOGLEVEL and BODY_LIMIT", () => {
+	test("reads every setting", () => {
 		const config = readConfig({
 			PORT: "8080",
 			DATA_DIR: "/tmp/catalogue",
@@ -23,6 +27,10 @@ describe("readConfig", () => {
 			NAMESPACE: "staging",
 			LOGLEVEL: "debug",
 			BODY_LIMIT: "1mb",
+			SERVICES: " games, api ",
+			MONGO_URI: "mongodb://mongo:27017/catalogue",
+			START_TIMEOUT: "5",
+			HEALTH_PORT: "3001",
 		});
 		expect(config).toEqual({
 			port: 8080,
@@ -32,6 +40,10 @@ describe("readConfig", () => {
 			namespace: "staging",
 			logLevel: "debug",
 			bodyLimit: "1mb",
+			services: ["games", "api"],
+			mongoUri: "mongodb://mongo:27017/catalogue",
+			startTimeoutMs: 5000,
+			healthPort: 3001,
 		});
 	});
 
@@ -41,6 +53,11 @@ describe("readConfig", () => {
 		[{ PORT: "" }, /PORT/],
 		[{ STORAGE: "mongo" }, /STORAGE/],
 		[{ LOGLEVEL: "loud" }, /LOGLEVEL/],
+		[{ SERVICES: "games,gmes" }, /SERVICES must be one of api, authors, categories, games; got "gmes"/],
+		[{ MONGO_URI: "localhost:27017" }, /MONGO_URI/],
+		[{ START_TIMEOUT: "0" }, /START_TIMEOUT/],
+		[{ START_TIMEOUT: "soon" }, /START_TIMEOUT/],
+		[{ HEALTH_PORT: "none" }, /HEALTH_PORT/],
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);

@@ -1,0 +1,20 @@
+/** What a game refers to. */
+export interface References {
+	category: string;
+	author: string;
+}
+
+export type Missing = keyof References;
+
+/** The games whose category or author is not among those that exist, each with what is missing. */
+export function orphans<T extends References>(
+	games: T[],
+	existing: { categories: Set<string>; authors: Set<string> },
+): (T & { missing: Missing[] })[] {
+	return games.flatMap(game => {
+		const missing: Missing[] = [];
+		if (!existing.categories.has(game.category)) missing.push("category");
+		if (!existing.authors.has(game.author)) missing.push("author");
+		return missing.length > 0 ? [{ ...game, missing }] : [];
+	});
+}

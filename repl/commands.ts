@@ -1,0 +1,52 @@
+import type { ReplOptions, ServiceBroker } from "moleculer";
+import type { OrphanGame } from "../services/games.types";
+
+type ReplCommand = NonNullable<ReplOptions["customCommands"]>[number];
+
+const COLLECTIONS = ["authors", "categories", "games"] as const;
+
+/** The value, or the reason it could not be had, for a table cell. */
+async function orUnavailable<T>(value: Promise<T>): Promise<T | string> {
+	return value.catch((err: Error) => `unavailable: ${err.message}`);
+}
+
+/** One line per collection: how many records it holds (each count asked of its own service). */
+export async function counts(broker: ServiceBroker): Promise<string> {
+	const rows = await Promise.all(
+		COLLECTIONS.map(async name => [name, String(await orUnavailable(broker.call<number>(`${name}.count`)))]),
+	);
+	return [["collection", "records"], ...rows].map(([name, count]) => `${name.padEnd(12)} ${count}`).join("\n");
+}
+
+/** The games whose category or author does not exist, or a line saying there are none. */
+export async function integrity(broker: ServiceBroker): Promise<string> {
+	const found = await broker.call<OrphanGame[]>("games.orphans");
+	if (found.length === 0) return "Integrity check passed: every game's category and author exist.";
+	const lines = found.map(game => {
+		const missing = game.missing.map(field => `${field} ${game[field]}`).join(", ");
+		return `${game.id}  "${game.title}"  missing ${missing}`;
+	});
+	return [`${found.length} game(s) refer to a missing category or author:`, ...lines].join("\n");
+}
+
+/** Runs a command, printing what it returns or why it failed; the REPL stays open either way. */
+function printing(command: (broker: ServiceBroker) => Promise<string>): ReplCommand["action"] {
+	return async broker => {
+		try {
+			console.log(await command(broker));
+		} catch (err) {
+			console.log(`Failed: ${(err as Error).message}`);
+		}
+	};
+}
+
+/** The catalogue's commands, beside moleculer-repl's own (nodes, services, actions, call, ...). */
+export const catalogueCommands: ReplCommand[] = [
+	{ command: "counts", description: "How many authors, categories and games are stored", action: printing(counts) },
+	{
+		command: "integrity",
+		alias: "orphans",
+		description: "List games whose category or author does not exist",
+		action: printing(integrity),
+	},
+];
