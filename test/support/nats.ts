@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { connect } from "node:net";
+import { freePort } from "./process";
+
+/** Debian's package installs it here; elsewhere it must be on PATH (see README, Tests). */
+const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
+
+export interface NatsServer {
+	url: string;
+	port: number;
+	/** Stops the server; `start` brings it back on the same port. */
+	stop(): Promise<void>;
+	start(): Promise<void>;
+}
+
+function accepts(port: number): Promise<boolean> {
+	return new Promise(resolve => {
+		const socket = connect(port, "127.0.0.1", () => {
+			socket.destroy();
+			resolve(true);
+		});
+		socket.on("error", () => resolve(false));
+	});
+}
+
+/** A nats-server of the test's own on a free loopback port, ready when this resolves. */
+export async function startNats(timeoutMs = 10_000): Promise<NatsServer> {
+	const port = await freePort();
+	let child: ChildProcess | undefined;
+	let output = "";
+
+	async function start() {
+		output = "";
+		child = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
+		child.stdout!.on("data", chunk => (output += chunk));
+		child.stderr!.on("data", chunk => (output += chunk));
+		const failed = new Promise<never>((_, reject) => {
+			child!.once("error", err => reject(new Error(`cannot run ${NATS_SERVER}: ${err.message} (see README, Tests)`)));
+			child!.once("exit", code => reject(new Error(`nats-server exited with ${code}:\n${output}`)));
+		});
+		failed.catch(() => undefined);
+		const deadline = Date.now() + timeoutMs;
+		while (!(await Promise.race([accepts(port), failed]))) {
+			if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms:\n${output}`);
+			await new Promise(resolve => setTimeout(resolve, 50));
+		}
+	}
+
+	function stop() {
+		return new Promise<void>(resolve => {
+			if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+			child.removeAllListeners("exit");
+			child.once("exit", () => resolve());
+			child.kill("SIGTERM");
+		});
+	}
+
+	await start();
+	return { url: `nats://127.0.0.1:${port}`, port, stop, start };
+}
