@@ -1,0 +1,24 @@
+import { orphans } from "../../lib/integrity";
+
+const game = (id: string, category: string, author: string) => ({ id, title: `Game ${id}`, category, author });
+
+describe("orphans", () => {
+	const existing = { categories: new Set(["c1"]), authors: new Set(["a1"]) };
+
+	test("a game whose category and author exist is not listed", () => {
+		expect(orphans([game("g1", "c1", "a1")], existing)).toEqual([]);
+	});
+
+	test("lists each game with what is missing, in the order given", () => {
+		const games = [game("g1", "gone", "a1"), game("g2", "c1", "a1"), game("g3", "c1", "gone"), game("g4", "gone", "gone")];
+		expect(orphans(games, existing)).toEqual([
+			{ ...games[0], missing: ["category"] },
+			{ ...games[2], missing: ["author"] },
+			{ ...games[3], missing: ["category", "author"] },
+		]);
+	});
+
+	test("no games, no orphans", () => {
+		expect(orphans([], { categories: new Set(), authors: new Set() })).toEqual([]);
+	});
+});
