@@ -71,7 +71,13 @@ describe("npm run repl: a REPL node that joins a running cluster over NATS", () 
 
 	beforeAll(async () => {
 		nats = await startNats();
-		broker = new ServiceBroker({ ...brokerOptions, transporter: nats.url, namespace, nodeID: "cluster", logger: false });
+		broker = new ServiceBroker({
+			...brokerOptions,
+			transporter: { type: "NATS", options: { url: nats.url } },
+			namespace,
+			nodeID: "cluster",
+			logger: false,
+		});
 		for (const schema of [AuthorsService, CategoriesService, GamesService, ApiService]) broker.createService(schema);
 		await broker.start();
 		const { port } = (broker.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server.address();

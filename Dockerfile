@@ -1,0 +1,22 @@
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --no-audit --no-fund
+COPY . .
+RUN npm run build
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    SERVICEDIR=/app/dist/services \
+    HEALTH_PORT=3001
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist dist
+# Without MONGO_URI the catalogue writes NeDB files here, as the unprivileged user.
+RUN mkdir data && chown node:node data
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
+    CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/`).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "node_modules/moleculer/bin/moleculer-runner.js", "--config", "dist/moleculer.config.js"]

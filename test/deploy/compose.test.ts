@@ -1,0 +1,200 @@
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { Ajv } from "ajv";
+import { parse } from "yaml";
+
+const root = path.resolve(__dirname, "../..");
+const read = (file: string) => readFileSync(path.join(root, file), "utf8");
+
+interface Service {
+	image?: string;
+	build?: string | { context?: string };
+	container_name?: string;
+	hostname?: string;
+	environment?: Record<string, string | number | boolean | null> | string[];
+	ports?: (string | number | { target: number | string; published?: number | string })[];
+	depends_on?: string[] | Record<string, { condition: string }>;
+	restart?: string;
+	healthcheck?: { test?: string | string[]; disable?: boolean };
+}
+interface Compose {
+	services: Record<string, Service>;
+}
+
+// Compose itself reads `<<` merge keys, which is how the nodes share one definition.
+const compose = parse(read("docker-compose.yml"), { merge: true }) as Compose;
+
+function environment(service: Service): Record<string, string> {
+	const entries = Array.isArray(service.environment)
+		? service.environment.map((line) => line.split(/=(.*)/s).slice(0, 2))
+		: Object.entries(service.environment ?? {});
+	return Object.fromEntries(entries.map(([key, value]) => [key, String(value ?? "")]));
+}
+
+/** The catalogue nodes: every service whose environment picks moleculer services. */
+const nodes = Object.entries(compose.services).filter(([, service]) => environment(service).SERVICES);
+const scaled = nodes.filter(([name]) => name !== "api");
+
+function compileComposeSchema() {
+	const file = path.join(path.dirname(require.resolve("dclint/package.json")), "schemas/compose.schema.json");
+	const schema = JSON.parse(readFileSync(file, "utf8"));
+	// It names draft-07 by an https address Ajv does not know; the Ajv class is draft-07 already.
+	delete schema.$schema;
+	return new Ajv({ allErrors: true, strict: false }).compile(schema);
+}
+
+/** "127.0.0.1:3000:3000", "3000:3000" or the long syntax, as { published, target }. */
+function portMapping(port: NonNullable<Service["ports"]>[number]) {
+	if (typeof port === "object") return { published: String(port.published), target: String(port.target) };
+	const [target, published] = String(port).split(":").reverse();
+	return { published: String(published), target };
+}
+
+describe("docker-compose.yml", () => {
+	const validate = compileComposeSchema();
+
+	test("is valid against the Compose specification, without a version key", () => {
+		validate(compose);
+		expect(validate.errors ?? []).toEqual([]);
+		expect(compose).not.toHaveProperty("version");
+	});
+
+	test("the schema check is live: a broken copy is rejected", () => {
+		const broken = structuredClone(compose) as unknown as { services: Record<string, Record<string, unknown>> };
+		broken.services.api.ports = "3000";
+		expect(validate(broken)).toBe(false);
+	});
+
+	test("each node runs the existing service it is named after, together all four", () => {
+		const files = readdirSync(path.join(root, "services"))
+			.filter((file) => file.endsWith(".service.ts"))
+			.map((file) => file.replace(/\.service\.ts$/, ""));
+		for (const [name, service] of nodes) {
+			expect(environment(service).SERVICES).toBe(name);
+			expect(files).toContain(name);
+		}
+		expect(nodes.map(([name]) => name).sort()).toEqual(["api", "authors", "categories", "games"]);
+	});
+
+	test("only api publishes a port: 3000, where the gateway listens", () => {
+		const publishing = Object.entries(compose.services).filter(([, service]) => service.ports?.length);
+		expect(publishing.map(([name]) => name)).toEqual(["api"]);
+		expect(compose.services.api.ports?.map(portMapping)).toEqual([{ published: "3000", target: "3000" }]);
+		expect(environment(compose.services.api).PORT ?? "3000").toBe("3000");
+	});
+
+	test("authors, categories and games can be scaled: no fixed name, hostname or port", () => {
+		expect(scaled.map(([name]) => name).sort()).toEqual(["authors", "categories", "games"]);
+		for (const [, service] of scaled) {
+			expect(service.container_name).toBeUndefined();
+			// The hostname is the node ID: a fixed one would give every replica the same.
+			expect(service.hostname).toBeUndefined();
+			expect(service.ports ?? []).toEqual([]);
+		}
+	});
+
+	test("the nodes share one image built from the Dockerfile, and restart after a failed start", () => {
+		expect(new Set(nodes.map(([, service]) => service.image)).size).toBe(1);
+		for (const [, service] of nodes) {
+			expect(service.build).toBe(".");
+			expect(service.restart).toBe("unless-stopped");
+		}
+	});
+
+	test("the repl tool joins the cluster with no services of its own, only when asked for", () => {
+		const repl = compose.services.repl as Service & { profiles?: string[]; command?: string[]; stdin_open?: boolean; tty?: boolean };
+		const env = environment(repl);
+		// Both empty: moleculer-runner loads every service under a SERVICEDIR when SERVICES is empty.
+		expect(env.SERVICES).toBe("");
+		expect(env.SERVICEDIR).toBe("");
+		expect(new URL(env.TRANSPORTER).host).toBe("nats:4222");
+		expect(repl.command).toEqual(expect.arrayContaining(["--repl"]));
+		expect(repl.profiles).toEqual(["tools"]);
+		expect(repl).toMatchObject({ stdin_open: true, tty: true, restart: "no" });
+	});
+
+	test("nats and mongo have health checks; the nodes keep the image's", () => {
+		for (const name of ["nats", "mongo"]) expect(compose.services[name].healthcheck?.test).toBeDefined();
+		for (const [, service] of nodes) {
+			expect(service.healthcheck?.disable).not.toBe(true);
+			expect(service.healthcheck?.test).not.toEqual(["NONE"]);
+		}
+	});
+
+	test("the nodes reach nats and mongo by service name once both are healthy", () => {
+		for (const [, service] of nodes) {
+			const env = environment(service);
+			expect(new URL(env.TRANSPORTER).host).toBe("nats:4222");
+			expect(new URL(env.MONGO_URI).host).toBe("mongo:27017");
+			expect(service.depends_on).toEqual({
+				mongo: { condition: "service_healthy" },
+				nats: { condition: "service_healthy" },
+			});
+		}
+		for (const service of Object.values(compose.services)) {
+			for (const dependency of Object.values(service.depends_on ?? {})) {
+				expect(dependency).toEqual({ condition: "service_healthy" });
+			}
+		}
+	});
+});
+
+/** The Dockerfile as stages of [instruction, arguments], continuation lines joined. */
+function dockerfileStages(source: string): [string, string][][] {
+	const instructions = source
+		.replace(/\\\n/g, " ")
+		.split("\n")
+		.map((line) => line.trim())
+		.filter((line) => line && !line.startsWith("#"))
+		.map((line): [string, string] => {
+			const [keyword, ...rest] = line.split(/\s+/);
+			return [keyword.toUpperCase(), rest.join(" ")];
+		});
+	const stages: [string, string][][] = [];
+	for (const instruction of instructions) {
+		if (instruction[0] === "FROM") stages.push([]);
+		stages.at(-1)?.push(instruction);
+	}
+	return stages;
+}
+
+describe("Dockerfile", () => {
+	const stages = dockerfileStages(read("Dockerfile"));
+	const final = stages.at(-1) ?? [];
+	const args = (keyword: string) => final.filter(([k]) => k === keyword).map(([, rest]) => rest);
+
+	test("builds in one stage and runs from another", () => {
+		expect(stages.length).toBeGreaterThanOrEqual(2);
+	});
+
+	test("runs on an LTS Node, 22 or newer", () => {
+		const major = Number(/^node:(\d+)\b/.exec(args("FROM")[0])?.[1]);
+		expect(major).toBeGreaterThanOrEqual(22);
+		expect(major % 2).toBe(0);
+	});
+
+	test("installs production dependencies only in the final stage", () => {
+		expect(args("RUN").some((run) => /npm install\b.*--omit=dev/.test(run))).toBe(true);
+	});
+
+	test("runs as a non-root user", () => {
+		expect(args("USER").at(-1)).toMatch(/^(?!root\b|0\b)\S+/);
+	});
+
+	test("checks health on HEALTH_PORT, which it sets", () => {
+		expect(args("HEALTHCHECK").at(-1)).toMatch(/HEALTH_PORT/);
+		expect(args("ENV").join(" ")).toMatch(/\bHEALTH_PORT=\d+/);
+	});
+
+	test("starts moleculer-runner with the built config", () => {
+		expect(args("CMD").at(-1)).toMatch(/moleculer-runner\.js.*dist\/moleculer\.config\.js/);
+		expect(args("ENV").join(" ")).toMatch(/\bSERVICEDIR=\S*dist\/services\b/);
+	});
+});
+
+describe(".dockerignore", () => {
+	test("keeps the host's node_modules, dist and data out of the build", () => {
+		const ignored = read(".dockerignore").split("\n").map((line) => line.trim());
+		expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", "data"]));
+	});
+});
