@@ -11,6 +11,9 @@ const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: config.transporter ? { type: "NATS", options: { url: config.transporter } } : null,
 	logLevel: config.logLevel,
+	// moleculer waits for ever by default: a call lost with a node or a NATS connection would
+	// hold its HTTP request open.
+	requestTimeout: config.requestTimeoutMs,
 	middlewares: [
 		startTimeout({
 			timeoutMs: config.startTimeoutMs,

@@ -22,6 +22,8 @@ export interface CatalogueConfig {
 	mongoUri: string | null;
 	/** How long a node may take to reach NATS and its storage before it gives up (`START_TIMEOUT`, seconds, default 30). */
 	startTimeoutMs: number;
+	/** How long a call between services may take before it fails (`REQUEST_TIMEOUT`, seconds, default 10). */
+	requestTimeoutMs: number;
 	/** Port of the node's readiness probe (`HEALTH_PORT`); none when unset. */
 	healthPort: number | null;
 }
@@ -69,6 +71,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		services: serviceList(env.SERVICES),
 		mongoUri: mongoUri(env.MONGO_URI),
 		startTimeoutMs: wholeNumber("START_TIMEOUT", env.START_TIMEOUT || "30", 1, 3600) * 1000,
+		requestTimeoutMs: wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000,
 		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
 	};
 }

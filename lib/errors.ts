@@ -37,12 +37,14 @@ export const texts = {
 export type ErrorText = (typeof texts)[keyof typeof texts];
 
 /**
- * A business failure: status 400 and the text as `msg`. It keeps moleculer's own error name, so
- * another node restores it as a MoleculerClientError with the same type and data.
+ * A business failure: status 400 and the text as `msg`. It is named as moleculer's own
+ * MoleculerClientError (moleculer names errors after their class), so another node restores it
+ * as one, with the same type and data, instead of as an unknown plain Error.
  */
 export class CatalogueError extends Errors.MoleculerClientError {
 	constructor(text: ErrorText, type: string, data?: unknown) {
 		super(text, 400, type, data);
+		Object.defineProperty(this, "name", { value: "MoleculerClientError", configurable: true, writable: true });
 	}
 }
 

@@ -1,9 +1,41 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
 
-/** Ready: the broker has started its services and, in a cluster, is connected to the transporter. */
-export function isReady(broker: ServiceBroker): boolean {
-	return broker.started && (!broker.transit || broker.transit.connected);
+/** How long the probe waits for NATS to answer its round trip. */
+const RTT_TIMEOUT_MS = 1000;
+
+interface NatsConnection {
+	rtt(): Promise<number>;
+}
+
+/** The connection under moleculer's NATS transporter, when that is the transporter in use. */
+function natsConnection(broker: ServiceBroker): NatsConnection | undefined {
+	const client = (broker.transit?.tx as { client?: Partial<NatsConnection> } | undefined)?.client;
+	return typeof client?.rtt === "function" ? (client as NatsConnection) : undefined;
+}
+
+/** Whether NATS answers a round trip in time; `rtt()` fails at once while the client is disconnected. */
+function natsAnswers(connection: NatsConnection): Promise<boolean> {
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(false), RTT_TIMEOUT_MS)));
+	const answered = connection.rtt().then(
+		() => true,
+		() => false,
+	);
+	return Promise.race([answered, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Ready: the broker has started its services and, in a cluster, reaches the transporter. The
+ * transporter's own `connected` flag stays set while NATS is lost (the client reconnects in the
+ * background), so over NATS the probe asks the server for a round trip.
+ */
+export async function isReady(broker: ServiceBroker): Promise<boolean> {
+	if (!broker.started) return false;
+	if (!broker.transit) return true;
+	if (!broker.transit.connected) return false;
+	const nats = natsConnection(broker);
+	return nats ? natsAnswers(nats) : true;
 }
 
 /**
@@ -16,8 +48,8 @@ export function readinessProbe(port: number): Middleware {
 	return {
 		name: "ReadinessProbe",
 		starting(broker: ServiceBroker) {
-			server = createServer((_request, response) => {
-				const ready = isReady(broker);
+			server = createServer(async (_request, response) => {
+				const ready = await isReady(broker);
 				response.writeHead(ready ? 200 : 503, { "Content-Type": "application/json" });
 				response.end(JSON.stringify({ status: ready ? "ready" : "not ready", nodeID: broker.nodeID }));
 			});

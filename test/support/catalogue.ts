@@ -1,14 +1,33 @@
+import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
-import { ServiceBroker, type Middleware } from "moleculer";
+import { ServiceBroker, type BrokerOptions, type Middleware } from "moleculer";
+import MongoDbAdapter from "moleculer-db-adapter-mongo";
+import { SERVICE_NAMES, type ServiceName } from "../../lib/config";
 import brokerOptions from "../../moleculer.config";
+import { describeStorage } from "../../mixins/db.mixin";
 import ApiService from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
 import GamesService from "../../services/games.service";
+import { startNats, type NatsServer } from "./nats";
+
+/**
+ * How the services are laid out: all in one broker, or each in a broker of its own (its own
+ * nodeID) over a NATS server the catalogue starts for itself, as a cluster runs them.
+ */
+export const TOPOLOGIES = ["one-broker", "nats"] as const;
+export type Topology = (typeof TOPOLOGIES)[number];
 
 export interface Catalogue {
+	topology: Topology;
+	/** The broker that runs the gateway; in one broker, every service. */
 	broker: ServiceBroker;
+	/** Every broker of the catalogue, the gateway's first. */
+	brokers: ServiceBroker[];
+	/** The NATS server the brokers talk over; none in one broker. */
+	nats?: NatsServer;
 	api: Api;
+	/** Stops the brokers, then the NATS server; with MongoDB, drops the test's database first. */
 	stop(): Promise<void>;
 }
 
@@ -50,13 +69,84 @@ export class Api {
 		this.create("/game", "game", { title, age, category: { id: category.id }, author: { id: author.id } });
 }
 
-/** All four services in one broker with in-memory storage, the gateway on a free port. */
-export async function startCatalogue(middlewares: Middleware[] = []): Promise<Catalogue> {
-	const broker = new ServiceBroker({ ...brokerOptions, nodeID: `test-${process.pid}`, logger: false, middlewares });
-	for (const schema of [AuthorsService, CategoriesService, GamesService, ApiService]) broker.createService(schema);
-	await broker.start();
-	const server = (broker.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server;
-	return { broker, api: new Api(`http://127.0.0.1:${server.address().port}`), stop: () => broker.stop() };
+const SCHEMAS = {
+	api: ApiService,
+	authors: AuthorsService,
+	categories: CategoriesService,
+	games: GamesService,
+} satisfies Record<ServiceName, unknown>;
+
+/** How long a catalogue may take to start: its brokers, their storage and, over NATS, discovery. */
+const START_TIMEOUT_MS = 20_000;
+
+/** The topology of this Jest project: CATALOGUE_TOPOLOGY, set from jest.config.js by support/env.ts. */
+export function projectTopology(): Topology {
+	const topology = process.env.CATALOGUE_TOPOLOGY || "one-broker";
+	if (!(TOPOLOGIES as readonly string[]).includes(topology))
+		throw new Error(`CATALOGUE_TOPOLOGY must be one of ${TOPOLOGIES.join(", ")}; got "${topology}"`);
+	return topology as Topology;
+}
+
+/**
+ * The four services with the storage of the environment (memory, or MongoDB in that project), laid
+ * out as `topology` says, the gateway on a free port; resolves once the gateway reaches every service.
+ */
+export async function startCatalogue(middlewares: Middleware[] = [], topology = projectTopology()): Promise<Catalogue> {
+	const nats = topology === "nats" ? await startNats() : undefined;
+	const namespace = `catalogue-test-${randomUUID()}`;
+	const broker = (options: BrokerOptions, services: ServiceName[]) => {
+		const created = new ServiceBroker({ ...brokerOptions, ...options, logger: false, middlewares });
+		for (const name of services) created.createService(SCHEMAS[name]);
+		return created;
+	};
+	const brokers = nats
+		? SERVICE_NAMES.map(name =>
+				broker({ nodeID: `${name}-${process.pid}`, namespace, transporter: { type: "NATS", options: { url: nats.url } } }, [name]),
+			)
+		: [broker({ nodeID: `test-${process.pid}`, namespace, transporter: null }, [...SERVICE_NAMES])];
+	const [gateway] = brokers;
+
+	async function stop() {
+		await dropTestDatabase(brokers);
+		await Promise.all(brokers.map(each => each.stop()));
+		await nats?.stop();
+	}
+
+	const starting = (async () => {
+		await Promise.all(brokers.map(each => each.start()));
+		// Every node, not just the gateway, waits to see every service: games calls categories and
+		// authors, and they call games.countBy.
+		await Promise.all(brokers.map(each => each.waitForServices([...SERVICE_NAMES], START_TIMEOUT_MS)));
+	})();
+	try {
+		await within(START_TIMEOUT_MS, starting, `the catalogue (${topology}, storage: ${describeStorage()}) did not start`);
+	} catch (err) {
+		await within(5000, Promise.all(brokers.map(each => each.stop())), "").catch(() => undefined);
+		await nats?.stop();
+		throw err;
+	}
+	const server = (gateway.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server;
+	return { topology, broker: gateway, brokers, nats, api: new Api(`http://127.0.0.1:${server.address().port}`), stop };
+}
+
+/** `promise`, or a failure saying `what` once `ms` have passed. */
+async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms)));
+	try {
+		return await Promise.race([promise, late]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/** With MongoDB storage, removes the database this test file had to itself (see support/env.ts). */
+async function dropTestDatabase(brokers: ServiceBroker[]): Promise<void> {
+	const adapter = brokers
+		.flatMap(each => each.services)
+		.map(service => (service as unknown as { adapter?: unknown }).adapter)
+		.find(candidate => candidate instanceof MongoDbAdapter);
+	await (adapter as { db?: { dropDatabase(): Promise<unknown> } } | undefined)?.db?.dropDatabase();
 }
 
 /**
@@ -68,7 +158,9 @@ export async function withBrokenStorage<T>(
 	[service, method]: [string, string],
 	request: () => Promise<T>,
 ): Promise<T> {
-	const adapter = (catalogue.broker.getLocalService(service) as unknown as { adapter: Record<string, unknown> }).adapter;
+	const host = catalogue.brokers.map(broker => broker.getLocalService(service)).find(Boolean);
+	if (!host) throw new Error(`no broker of the catalogue runs ${service}`);
+	const adapter = (host as unknown as { adapter: Record<string, unknown> }).adapter;
 	const original = adapter[method];
 	adapter[method] = () => Promise.reject(new Error("disk unavailable"));
 	try {

@@ -18,47 +18,91 @@ export function freePort(): Promise<number> {
 	});
 }
 
-export interface RunningCatalogue {
+/** A node in a process of its own, started as `npm start` starts one. */
+export interface Node {
 	child: ChildProcess;
-	api: Api;
 	output: () => string;
+	/** The exit code once the process has ended. */
+	exited: Promise<number | null>;
 	/** SIGTERM, and the exit code once the process has ended. */
 	stop(): Promise<number | null>;
+	/** SIGKILL if it still runs, for cleaning up after a failure. */
+	kill(): Promise<number | null>;
 }
 
-/** Starts the built service the way `npm start` does, and waits until the gateway answers. */
-export async function startProcess(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunningCatalogue> {
+/**
+ * Starts moleculer-runner with the built config and SERVICEDIR=dist/services, the way `npm start`
+ * does; `env` chooses the node (SERVICES, TRANSPORTER, NAMESPACE, PORT...). Returns at once.
+ */
+export function startNode(env: NodeJS.ProcessEnv): Node {
 	if (!existsSync(path.join(root, "dist/moleculer.config.js")))
 		throw new Error("dist/ is missing: run `npm run build` (npm test does it first)");
-	const port = await freePort();
-	const child = spawn(process.execPath, [runner, "--config", "dist/moleculer.config.js", "dist/services"], {
+	const child = spawn(process.execPath, [runner, "--config", "dist/moleculer.config.js"], {
 		cwd: root,
-		env: { ...process.env, LOGLEVEL: "warn", ...env, PORT: String(port) },
+		env: { ...process.env, LOGLEVEL: "warn", SERVICEDIR: "dist/services", ...env },
 		stdio: ["ignore", "pipe", "pipe"],
 	});
 	let output = "";
 	child.stdout!.on("data", chunk => (output += chunk));
 	child.stderr!.on("data", chunk => (output += chunk));
 	const exited = new Promise<number | null>(resolve => child.once("exit", code => resolve(code)));
-	const api = new Api(`http://127.0.0.1:${port}`);
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}:\n${output}`);
-		const ready = await api.get("/category").then(answer => answer.status === 200, () => false);
-		if (ready) break;
-		if (Date.now() > deadline) {
-			child.kill("SIGKILL");
-			throw new Error(`the service did not answer within ${timeoutMs} ms:\n${output}`);
-		}
-		await new Promise(resolve => setTimeout(resolve, 100));
-	}
+	const running = () => child.exitCode === null && child.signalCode === null;
 	return {
 		child,
-		api,
 		output: () => output,
+		exited,
 		stop() {
-			child.kill("SIGTERM");
+			if (running()) child.kill("SIGTERM");
+			return exited;
+		},
+		kill() {
+			if (running()) child.kill("SIGKILL");
 			return exited;
 		},
 	};
+}
+
+/** How long one check of `waitFor` may take. */
+const CHECK_TIMEOUT_MS = 2000;
+
+/**
+ * Checks `condition` every 100 ms until it holds. Fails after `timeoutMs`, or as soon as one of
+ * `nodes` has exited, with what the nodes printed.
+ */
+export async function waitFor(what: string, condition: () => Promise<boolean>, nodes: Node[] = [], timeoutMs = 20_000): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	const printed = () => nodes.map(node => node.output()).join("\n");
+	// A check that hangs (a request lost with a node or with NATS) counts as false after a while.
+	const check = () => {
+		let timer: NodeJS.Timeout | undefined;
+		const late = new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS)));
+		return Promise.race([condition().catch(() => false), late]).finally(() => clearTimeout(timer));
+	};
+	while (!(await check())) {
+		const ended = nodes.find(node => node.child.exitCode !== null || node.child.signalCode !== null);
+		if (ended) throw new Error(`waiting until ${what}: a node exited with ${ended.child.exitCode ?? ended.child.signalCode}:\n${printed()}`);
+		if (Date.now() > deadline) throw new Error(`not ${what} within ${timeoutMs} ms:\n${printed()}`);
+		await new Promise(resolve => setTimeout(resolve, 100));
+	}
+}
+
+/** The answer's status is 200. */
+export const answers = (api: Api, path: string) => () => api.get(path).then(answer => answer.status === 200);
+
+export interface RunningCatalogue extends Node {
+	api: Api;
+}
+
+/** Starts the built service the way `npm start` does, and waits until the gateway answers. */
+export async function startProcess(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunningCatalogue> {
+	const port = await freePort();
+	const node = startNode({ ...env, PORT: String(port) });
+	const api = new Api(`http://127.0.0.1:${port}`);
+	try {
+		await waitFor("the gateway answers", answers(api, "/category"), [node], timeoutMs);
+	} catch (err) {
+		await node.kill();
+		throw err;
+	}
+	return { ...node, api };
 }

@@ -14,6 +14,7 @@ describe("readConfig", () => {
 			services: ["api", "authors", "categories", "games"],
 			mongoUri: null,
 			startTimeoutMs: 30_000,
+			requestTimeoutMs: 10_000,
 			healthPort: null,
 		});
 	});
@@ -30,6 +31,7 @@ describe("readConfig", () => {
 			SERVICES: " games, api ",
 			MONGO_URI: "mongodb://mongo:27017/catalogue",
 			START_TIMEOUT: "5",
+			REQUEST_TIMEOUT: "2",
 			HEALTH_PORT: "3001",
 		});
 		expect(config).toEqual({
@@ -43,6 +45,7 @@ describe("readConfig", () => {
 			services: ["games", "api"],
 			mongoUri: "mongodb://mongo:27017/catalogue",
 			startTimeoutMs: 5000,
+			requestTimeoutMs: 2000,
 			healthPort: 3001,
 		});
 	});
@@ -58,6 +61,7 @@ describe("readConfig", () => {
 		[{ START_TIMEOUT: "0" }, /START_TIMEOUT/],
 		[{ START_TIMEOUT: "soon" }, /START_TIMEOUT/],
 		[{ HEALTH_PORT: "none" }, /HEALTH_PORT/],
+		[{ REQUEST_TIMEOUT: "-1" }, /REQUEST_TIMEOUT/],
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);

@@ -1,4 +1,4 @@
-import { Errors, type Context, type Service } from "moleculer";
+import { Errors, type Context, type Service, type ServiceBroker } from "moleculer";
 import { CatalogueError, errorHooks, notFound, storageFailure, texts } from "../../lib/errors";
 
 const hooks = errorHooks({
@@ -41,5 +41,16 @@ describe("errorHooks", () => {
 		expect(thrownBy("list", new Errors.ServiceNotAvailableError({ action: "x" }))).toMatchObject({
 			message: texts.fetchAuthors,
 		});
+	});
+});
+
+describe("CatalogueError", () => {
+	test("crosses to another node as a MoleculerClientError with its text, type and data", () => {
+		const regenerator = new Errors.Regenerator();
+		regenerator.init({ nodeID: "games-node" } as ServiceBroker);
+		const sent = new CatalogueError(texts.categoryNotFound, "NOT_FOUND", { id: "x" });
+		const received = regenerator.restore(regenerator.extractPlainError(sent, {}), { sender: "categories-node" });
+		expect(received).toBeInstanceOf(Errors.MoleculerClientError);
+		expect(received).toMatchObject({ message: texts.categoryNotFound, code: 400, type: "NOT_FOUND", data: { id: "x" } });
 	});
 });

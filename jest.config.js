@@ -1,0 +1,37 @@
+// @ts-check
+// The HTTP contract (test/contract) runs once per layout of the catalogue and once more against
+// MongoDB when MONGO_URI is given; everything else runs once. The project's name heads every line
+// of Jest's output, so each result says where it ran. test/README.md explains the projects.
+
+/** @param {string} name @param {string} color @param {string[]} testMatch @param {object} catalogueProject @param {object} [more] */
+function project(name, color, testMatch, catalogueProject, more = {}) {
+	return {
+		displayName: { name, color },
+		testEnvironment: "node",
+		roots: ["<rootDir>/test"],
+		testMatch,
+		transform: {
+			"^.+\\.ts$": ["@swc/jest", { jsc: { parser: { syntax: "typescript" }, target: "es2023" }, module: { type: "commonjs" } }],
+		},
+		// support/env.ts turns `catalogueProject` into the environment the catalogue is started with.
+		setupFiles: ["<rootDir>/test/support/env.ts"],
+		globals: { catalogueProject: { topology: "one-broker", mongodb: false, ...catalogueProject } },
+		...more,
+	};
+}
+
+const contract = "<rootDir>/test/contract/**/*.test.ts";
+const mongo = "<rootDir>/test/mongo/**/*.test.ts";
+
+/** @type {import("jest").Config} */
+module.exports = {
+	testTimeout: 30_000,
+	projects: [
+		project("default", "white", ["<rootDir>/test/**/*.test.ts"], {}, { testPathIgnorePatterns: ["/test/contract/", "/test/mongo/"] }),
+		project("contract: one broker", "cyan", [contract], { topology: "one-broker" }),
+		project("contract: four brokers over NATS", "magenta", [contract], { topology: "nats" }),
+		// Without MONGO_URI this project runs only test/mongo, which says loudly that the contract
+		// did not run against MongoDB (and fails under CI=true unless CATALOGUE_NO_MONGODB says why).
+		project("contract: MongoDB", "green", process.env.MONGO_URI ? [contract, mongo] : [mongo], { mongodb: true }),
+	],
+};

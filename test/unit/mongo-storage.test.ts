@@ -1,0 +1,348 @@
+import path from "node:path";
+import type { AddressInfo } from "node:net";
+import isEqual from "lodash/isEqual";
+import { Errors, ServiceBroker, type Service } from "moleculer";
+import { MemoryAdapter } from "moleculer-db";
+import MongoDbAdapter from "moleculer-db-adapter-mongo";
+import { config } from "../../lib/config";
+import { texts } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import brokerOptions from "../../moleculer.config";
+import { createAdapter, describeStorage } from "../../mixins/db.mixin";
+import ApiService from "../../services/api.service";
+import AuthorsService from "../../services/authors.service";
+import CategoriesService from "../../services/categories.service";
+import GamesService from "../../services/games.service";
+import { Api, unknownIds } from "../support/catalogue";
+
+// The services read their storage from the configuration when they are created: this file's
+// configuration is the one a node with MONGO_URI set reads at boot. Hoisted above the imports.
+jest.mock("../../lib/config", () => {
+	const actual = jest.requireActual("../../lib/config");
+	return { ...actual, config: actual.readConfig({ ...process.env, MONGO_URI: "mongodb://mongo.invalid:27017/catalogue" }) };
+});
+
+type Doc = Record<string, unknown>;
+type SortSpec = Record<string, 1 | -1>;
+
+/** One call the adapter made on a collection, with the cursor options of a `find`. */
+interface Call {
+	method: string;
+	query?: Doc;
+	sort?: [string, 1 | -1][];
+	skip?: number;
+	limit?: number;
+	update?: Doc;
+}
+
+/** What the adapter keeps of its service and the id conversion, missing from its typings. */
+interface MongoAdapter {
+	uri: string;
+	opts: Record<string, unknown>;
+	service: Service & { schema: { collection: string } };
+	collection: unknown;
+	connect(): Promise<void>;
+	stringToObjectID(id: string): unknown;
+	entityToObject(entity: Doc): Doc;
+}
+
+const isOperator = (condition: unknown): condition is Doc =>
+	condition !== null && typeof condition === "object" && Object.keys(condition).some(key => key.startsWith("$"));
+
+/** Equality, `$in` and `$regex`: the only conditions the catalogue sends. Anything else throws. */
+function matches(doc: Doc, query: Doc = {}): boolean {
+	return Object.entries(query).every(([field, condition]) => {
+		const value = doc[field];
+		if (!isOperator(condition)) return isEqual(condition, value);
+		return Object.entries(condition).every(([operator, argument]) => {
+			if (operator === "$in") return (argument as unknown[]).some(item => isEqual(item, value));
+			if (operator === "$regex") return typeof value === "string" && (argument as RegExp).test(value);
+			throw new Error(`the recording collection does not understand ${operator}`);
+		});
+	});
+}
+
+function bySpec(spec: SortSpec) {
+	return (a: Doc, b: Doc) => {
+		for (const [field, direction] of Object.entries(spec)) {
+			const [x, y] = [a[field] as string | number, b[field] as string | number];
+			if (x !== y) return (x < y ? -1 : 1) * direction;
+		}
+		return 0;
+	};
+}
+
+/**
+ * A recording test double of the few mongodb Collection methods moleculer-db-adapter-mongo calls:
+ * it records each query and its cursor options, and keeps documents in an array so the actions run
+ * end to end. It is not a MongoDB emulator: it answers equality, `$in` and `$regex`, `$set` updates
+ * and nothing else.
+ */
+class RecordingCollection {
+	readonly docs: Doc[] = [];
+	readonly indexes: Doc[] = [];
+	calls: Call[] = [];
+
+	/** The calls made since the last time they were taken. */
+	take(method?: string): Call[] {
+		const calls = this.calls.filter(call => !method || call.method === method);
+		this.calls = [];
+		return calls;
+	}
+
+	find(query?: Doc) {
+		const call: Call = { method: "find", query };
+		this.calls.push(call);
+		const cursor = {
+			sort: (spec: SortSpec) => ((call.sort = Object.entries(spec)), cursor),
+			skip: (count: number) => ((call.skip = count), cursor),
+			limit: (count: number) => ((call.limit = count), cursor),
+			toArray: async () => {
+				const found = this.docs.filter(doc => matches(doc, query)).sort(bySpec(Object.fromEntries(call.sort ?? [])));
+				return structuredClone(found.slice(call.skip ?? 0, call.limit ? (call.skip ?? 0) + call.limit : undefined));
+			},
+		};
+		return cursor;
+	}
+
+	async countDocuments(query?: Doc) {
+		this.calls.push({ method: "countDocuments", query });
+		return this.docs.filter(doc => matches(doc, query)).length;
+	}
+
+	async findOne(query: Doc) {
+		this.calls.push({ method: "findOne", query });
+		return structuredClone(this.docs.find(doc => matches(doc, query)) ?? null);
+	}
+
+	async insertOne(doc: Doc) {
+		this.calls.push({ method: "insertOne" });
+		this.docs.push(structuredClone(doc));
+		return { insertedCount: 1, ops: [doc] };
+	}
+
+	async findOneAndUpdate(query: Doc, update: { $set: Doc }) {
+		this.calls.push({ method: "findOneAndUpdate", query, update });
+		if (Object.keys(update).join() !== "$set") throw new Error("the recording collection only applies $set");
+		const doc = this.docs.find(candidate => matches(candidate, query));
+		if (doc) Object.assign(doc, update.$set);
+		return { value: doc ? structuredClone(doc) : null };
+	}
+
+	async findOneAndDelete(query: Doc) {
+		this.calls.push({ method: "findOneAndDelete", query });
+		const index = this.docs.findIndex(doc => matches(doc, query));
+		return { value: index < 0 ? null : this.docs.splice(index, 1)[0] };
+	}
+
+	async createIndex(spec: Doc) {
+		this.indexes.push(spec);
+		return Object.keys(spec).join("_");
+	}
+}
+
+const MONGO_URI = config.mongoUri!;
+
+describe("createAdapter and describeStorage", () => {
+	const dataDir = path.resolve("/tmp/catalogue-data");
+
+	test("a MongoDB URI gives a MongoDbAdapter for that URI", () => {
+		const adapter = createAdapter("authors", { mongoUri: MONGO_URI, storage: "file", dataDir });
+		expect(adapter).toBeInstanceOf(MongoDbAdapter);
+		expect((adapter as unknown as MongoAdapter).uri).toBe(MONGO_URI);
+	});
+
+	test("without a URI, a NeDB file named after the collection, or memory", () => {
+		const file = createAdapter("authors", { mongoUri: null, storage: "file", dataDir });
+		expect(file).toBeInstanceOf(MemoryAdapter);
+		expect(file).toMatchObject({ opts: { filename: path.join(dataDir, "authors.db") } });
+		const memory = createAdapter("authors", { mongoUri: null, storage: "memory", dataDir });
+		expect(memory).toBeInstanceOf(MemoryAdapter);
+		expect((memory as unknown as { opts?: unknown }).opts).toBeUndefined();
+	});
+
+	test("the storage description never shows a MongoDB password", () => {
+		const described = describeStorage({ mongoUri: "mongodb://user:secret@host/db", storage: "file", dataDir });
+		expect(described).not.toContain("secret");
+		expect(described).toBe("MongoDB at mongodb://user:***@host/db");
+		expect(describeStorage({ mongoUri: null, storage: "file", dataDir })).toBe(`NeDB files in ${dataDir}`);
+		expect(describeStorage({ mongoUri: null, storage: "memory", dataDir })).toBe("memory");
+	});
+});
+
+describe("id conversion of the real MongoDB adapter", () => {
+	const adapter = createAdapter("authors", config) as unknown as MongoAdapter;
+
+	test("the catalogue's ids stay strings, so stored _ids are strings and come back unchanged", () => {
+		for (const id of Array.from({ length: 50 }, () => newId())) {
+			expect(adapter.stringToObjectID(id)).toBe(id);
+			expect(adapter.entityToObject({ _id: id, name: "Uwe" })).toEqual({ _id: id, name: "Uwe" });
+		}
+	});
+
+	const clientIds: [string, string][] = [
+		...unknownIds,
+		["24 hexadecimal digits", "5f0c9d2e8b3a4c1d2e3f4a5b"],
+		["12 characters", "abcdefghijkl"],
+		["a blank", " "],
+		["odd unicode", "\u{1F3B2}\u0000\u202E\uFFFF"],
+		["12 UTF-16 units of emoji", "\u{1F3B2}".repeat(6)],
+	];
+
+	test.each(clientIds)("a client id of %s is converted without throwing", (_shape, id) => {
+		const converted = adapter.stringToObjectID(id);
+		// Only 24 hexadecimal digits become an ObjectID (which no stored string _id equals).
+		if (/^[0-9a-f]{24}$/.test(id)) expect((converted as { toHexString(): string }).toHexString()).toBe(id);
+		else expect(converted).toBe(id);
+	});
+});
+
+describe("queries the services send to MongoDB (recording collections, no server)", () => {
+	const collections = new Map<string, RecordingCollection>();
+	const collection = (name: string) => collections.get(name)!;
+	let broker: ServiceBroker;
+	let api: Api;
+
+	beforeAll(async () => {
+		broker = new ServiceBroker({ ...brokerOptions, nodeID: `mongo-${process.pid}`, logger: false, middlewares: [] });
+		const services = [AuthorsService, CategoriesService, GamesService].map(schema => broker.createService(schema));
+		for (const service of services) {
+			const adapter = (service as unknown as { adapter: MongoAdapter }).adapter;
+			// In place of MongoClient: the collection the schema names, as `db.collection(name)` would.
+			adapter.connect = async () => {
+				const name = adapter.service.schema.collection;
+				collections.set(name, collections.get(name) ?? new RecordingCollection());
+				adapter.collection = collections.get(name);
+			};
+		}
+		broker.createService(ApiService);
+		await broker.start();
+		const server = (broker.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server;
+		api = new Api(`http://127.0.0.1:${server.address().port}`);
+	});
+
+	afterAll(() => broker?.stop());
+
+	beforeEach(() => {
+		for (const store of collections.values()) store.docs.length = 0;
+	});
+
+	test("each service has a MongoDbAdapter for MONGO_URI and a collection of its own", () => {
+		for (const name of ["authors", "categories", "games"]) {
+			const adapter = (broker.getLocalService(name) as unknown as { adapter: MongoAdapter }).adapter;
+			expect(adapter).toBeInstanceOf(MongoDbAdapter);
+			expect(adapter.uri).toBe(MONGO_URI);
+			expect(adapter.collection).toBe(collection(name));
+		}
+		expect(collections.size).toBe(3);
+	});
+
+	test("indexes are created on connect for the fields filtered or sorted on", () => {
+		expect(collection("authors").indexes).toEqual([{ name: 1 }, { nationality: 1 }]);
+		expect(collection("categories").indexes).toEqual([{ name: 1 }]);
+		expect(collection("games").indexes).toEqual([{ category: 1 }, { author: 1 }]);
+	});
+
+	test("created records are stored with their string id as _id and read back by it", async () => {
+		const author = await api.author("Uwe Rosenberg", "German");
+		expect(collection("authors").docs).toEqual([{ _id: author.id, name: "Uwe Rosenberg", nationality: "German" }]);
+		expect(author.id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+		collection("authors").take();
+		expect((await api.get(`/author/${author.id}`)).body).toEqual(author);
+		expect(collection("authors").take("findOne")).toEqual([{ method: "findOne", query: { _id: author.id } }]);
+		expect((await api.put(`/author/${author.id}`, { name: "Uwe", nationality: "Deutsch" })).body).toBe(1);
+		expect(collection("authors").docs).toEqual([{ _id: author.id, name: "Uwe", nationality: "Deutsch" }]);
+	});
+
+	test("the category name filter is a case-insensitive $regex with special characters escaped", async () => {
+		await api.category("Dice (d6)");
+		await api.category("Dice d6");
+		await api.category("Euro");
+		collection("categories").take();
+		const answer = await api.get(`/category?name=${encodeURIComponent("(D6)")}`);
+		expect(answer.body.map((category: { name: string }) => category.name)).toEqual(["Dice (d6)"]);
+		expect(collection("categories").take("find")).toEqual([
+			{ method: "find", query: { name: { $regex: /\(D6\)/i } }, sort: [["_id", 1]] },
+		]);
+	});
+
+	test("games of a category are queried by category, sorted by _id, and populated in one query per service", async () => {
+		const [euro, dice] = [await api.category("Euro"), await api.category("Dice")];
+		const [uwe, reiner] = [await api.author("Uwe Rosenberg"), await api.author("Reiner Knizia")];
+		const agricola = await api.game("Agricola", euro, uwe);
+		await api.game("Qwixx", dice, reiner);
+		const caverna = await api.game("Caverna", euro, uwe);
+		const modern = await api.game("Modern Art", euro, reiner);
+		for (const name of collections.keys()) collection(name).take();
+
+		const answer = await api.get(`/game?idCategory=${euro.id}`);
+		expect(answer.body.map((game: { id: string }) => game.id)).toEqual([agricola.id, caverna.id, modern.id]);
+		expect(answer.body[0]).toMatchObject({ category: euro, author: uwe });
+		expect(collection("games").take("find")).toEqual([{ method: "find", query: { category: euro.id }, sort: [["_id", 1]] }]);
+		expect(collection("categories").take("find")).toEqual([{ method: "find", query: { _id: { $in: [euro.id] } } }]);
+		const [authors] = collection("authors").take("find");
+		expect((authors.query!._id as { $in: string[] }).$in.sort()).toEqual([uwe.id, reiner.id].sort());
+	});
+
+	test("an author page sorts by name then _id, and skips and limits by page number and size", async () => {
+		const names = ["Martin Wallace", "Alan Moon", "Uwe Rosenberg", "Alan Moon", "Bruno Cathala"];
+		const authors = [];
+		for (const name of names) authors.push(await api.author(name, "Any"));
+		collection("authors").take();
+
+		const answer = await api.post("/author", { pageable: { pageNumber: 1, pageSize: 2 } });
+		expect(answer.body.content.map((author: { id: string }) => author.id)).toEqual([authors[4].id, authors[0].id]);
+		expect(answer.body.totalElements).toBe(5);
+		expect(collection("authors").take()).toEqual([
+			{ method: "find", query: undefined, sort: [["name", 1], ["_id", 1]], skip: 2, limit: 2 },
+			{ method: "countDocuments", query: undefined },
+		]);
+	});
+
+	test("an author page sorted by nationality descending, then id, sends that order", async () => {
+		await api.author("Uwe Rosenberg", "German");
+		collection("authors").take();
+		const sort = [{ property: "nationality", direction: "desc" }, { property: "id" }];
+		await api.post("/author", { pageable: { pageNumber: 0, pageSize: 3, sort } });
+		expect(collection("authors").take("find")).toEqual([
+			{ method: "find", query: undefined, sort: [["nationality", -1], ["_id", 1]], limit: 3 },
+		]);
+	});
+
+	test("games.countBy counts by category or by author", async () => {
+		const euro = await api.category("Euro");
+		const uwe = await api.author("Uwe Rosenberg");
+		await api.game("Agricola", euro, uwe);
+		collection("games").take();
+		await expect(broker.call("games.countBy", { category: euro.id })).resolves.toBe(1);
+		await expect(broker.call("games.countBy", { author: "nobody" })).resolves.toBe(0);
+		expect((await api.delete(`/author/${uwe.id}`)).body).toEqual({ msg: texts.authorHasGames });
+		expect(collection("games").take("countDocuments")).toEqual([
+			{ method: "countDocuments", query: { category: euro.id } },
+			{ method: "countDocuments", query: { author: "nobody" } },
+			{ method: "countDocuments", query: { author: uwe.id } },
+		]);
+	});
+
+	const oddIds: [string, string][] = [
+		...unknownIds,
+		["24 hexadecimal digits", "5f0c9d2e8b3a4c1d2e3f4a5b"],
+		["12 characters", "abcdefghijkl"],
+		["odd unicode", "\u{1F3B2}\u202E\uFFFF"],
+	];
+
+	test.each(oddIds)("an unknown id of %s is answered 400 with the documented text, never a 500", async (_shape, id) => {
+		await api.author();
+		const notFound = { code: 400, message: texts.authorNotFound };
+		await expect(broker.call("authors.get", { id })).rejects.toBeInstanceOf(Errors.MoleculerClientError);
+		await expect(broker.call("authors.get", { id })).rejects.toMatchObject(notFound);
+		await expect(broker.call("games.remove", { id })).rejects.toMatchObject({ code: 400, message: texts.gameNotFound });
+		const encoded = encodeURIComponent(id);
+		expect(await api.get(`/author/${encoded}`)).toMatchObject({ status: 400, body: { msg: texts.authorNotFound } });
+		expect(await api.delete(`/game/${encoded}`)).toMatchObject({ status: 400, body: { msg: texts.gameNotFound } });
+		expect(await api.put(`/category/${encoded}`, { name: "Euro" })).toMatchObject({
+			status: 400,
+			body: { msg: texts.categoryNotFound },
+		});
+	});
+});

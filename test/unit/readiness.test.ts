@@ -1,0 +1,124 @@
+import { createServer } from "node:net";
+import { ServiceBroker } from "moleculer";
+import { readinessProbe } from "../../middlewares/readiness.middleware";
+import { startNats, type NatsServer } from "../support/nats";
+import { freePort } from "../support/process";
+
+interface Probe {
+	status: number;
+	body: { status: string; nodeID: string };
+}
+
+/** What the probe answers, or undefined while nothing listens on the port. */
+async function probe(port: number): Promise<Probe | undefined> {
+	try {
+		const response = await fetch(`http://127.0.0.1:${port}/`);
+		return { status: response.status, body: await response.json() };
+	} catch {
+		return undefined;
+	}
+}
+
+/** Asks the probe until it answers `status`; fails with the last answer after `timeoutMs`. */
+async function probeUntil(port: number, status: number, timeoutMs = 10_000): Promise<Probe> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const answer = await probe(port);
+		if (answer?.status === status) return answer;
+		if (Date.now() > deadline) throw new Error(`the probe did not answer ${status} within ${timeoutMs} ms; last: ${JSON.stringify(answer)}`);
+		await new Promise(resolve => setTimeout(resolve, 50));
+	}
+}
+
+/** Nothing listens on `port` any more: it can be bound again. */
+function portIsFree(port: number): Promise<boolean> {
+	return new Promise(resolve => {
+		const server = createServer()
+			.once("error", () => resolve(false))
+			.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+	});
+}
+
+/** A promise and the function that settles it, so the test decides when a lifecycle step ends. */
+function gate() {
+	let open!: () => void;
+	const opened = new Promise<void>(resolve => (open = resolve));
+	return { open, opened };
+}
+
+describe("readiness probe of a node without a transporter", () => {
+	test("503 while the services start, 200 ready with the nodeID once started, 503 while stopping, port released after", async () => {
+		const port = await freePort();
+		const starting = gate();
+		const stopping = gate();
+		const broker = new ServiceBroker({ nodeID: "probe-local", logger: false, middlewares: [readinessProbe(port)] });
+		broker.createService({ name: "slow", started: () => starting.opened, stopped: () => stopping.opened });
+		try {
+			const started = broker.start();
+			expect(await probeUntil(port, 503)).toEqual({ status: 503, body: { status: "not ready", nodeID: "probe-local" } });
+			starting.open();
+			await started;
+			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-local" } });
+
+			const stopped = broker.stop();
+			expect((await probeUntil(port, 503)).body.status).toBe("not ready");
+			stopping.open();
+			await stopped;
+			expect(await probe(port)).toBeUndefined();
+			expect(await portIsFree(port)).toBe(true);
+		} finally {
+			starting.open();
+			stopping.open();
+			await broker.stop();
+		}
+	});
+});
+
+describe("readiness probe of a node in a cluster", () => {
+	let nats: NatsServer;
+	let port: number;
+	let node: ServiceBroker;
+	// Another node of the cluster: its calls show when the probed node is reachable over NATS.
+	let peer: ServiceBroker;
+
+	beforeAll(async () => {
+		nats = await startNats();
+		port = await freePort();
+		const cluster = { transporter: { type: "NATS", options: { url: nats.url } }, logger: false } as const;
+		node = new ServiceBroker({ ...cluster, nodeID: "probe-cluster", middlewares: [readinessProbe(port)] });
+		node.createService({ name: "echo", actions: { hello: () => "hello" } });
+		peer = new ServiceBroker({ ...cluster, nodeID: "probe-peer" });
+		await Promise.all([node.start(), peer.start()]);
+		await peer.waitForServices("echo", 10_000);
+	});
+
+	afterAll(async () => {
+		await Promise.all([node?.stop(), peer?.stop()]);
+		await nats?.stop();
+	});
+
+	/** Calls the probed node from its peer until a call gets through (bounded). */
+	async function reachableOverNats(timeoutMs = 20_000): Promise<void> {
+		const deadline = Date.now() + timeoutMs;
+		while (!(await peer.call("echo.hello", {}, { nodeID: "probe-cluster", timeout: 1000 }).then(() => true, () => false))) {
+			if (Date.now() > deadline) throw new Error(`probe-cluster was not reachable over NATS within ${timeoutMs} ms`);
+			await new Promise(resolve => setTimeout(resolve, 100));
+		}
+	}
+
+	test("200 ready once started and connected to NATS", async () => {
+		expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-cluster" } });
+	});
+
+	test("503 while the NATS server is down, 200 again once the node has reconnected", async () => {
+		await nats.stop();
+		try {
+			expect(await probeUntil(port, 503, 5000)).toEqual({ status: 503, body: { status: "not ready", nodeID: "probe-cluster" } });
+		} finally {
+			// Back in any case: stopping a broker whose NATS connection is down fails half-way.
+			await nats.start();
+			await reachableOverNats();
+		}
+		expect((await probeUntil(port, 200)).body).toEqual({ status: "ready", nodeID: "probe-cluster" });
+	}, 40_000);
+});
