@@ -16,7 +16,8 @@ const MAX_TITLE_FILTER = 200;
 /** Those of `ids` that `service` has a record for, asked in one batched call. */
 async function existingIds(ctx: Context, service: "categories" | "authors", ids: string[]): Promise<Set<string>> {
 	if (ids.length === 0) return new Set();
-	const found = await ctx.call<Record<string, unknown>, { id: string[]; mapping: true }>(`${service}.get`, { id: uniq(ids), mapping: true });
+	const request = { id: uniq(ids), mapping: true as const };
+	const found = await ctx.call<Record<string, unknown>, typeof request>(`${service}.get`, request);
 	return new Set(Object.keys(found));
 }
 
