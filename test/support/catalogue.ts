@@ -26,6 +26,8 @@ export interface Catalogue {
 	brokers: ServiceBroker[];
 	/** The NATS server the brokers talk over; none in one broker. */
 	nats?: NatsServer;
+	/** The brokers' namespace, which another node needs to join them. */
+	namespace: string;
 	api: Api;
 	/** Stops the brokers, then the NATS server; with MongoDB, drops the test's database first. */
 	stop(): Promise<void>;
@@ -125,12 +127,24 @@ export async function startCatalogue(middlewares: Middleware[] = [], topology = 
 		await nats?.stop();
 		throw err;
 	}
-	const server = (gateway.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server;
-	return { topology, broker: gateway, brokers, nats, api: new Api(`http://127.0.0.1:${server.address().port}`), stop };
+	return { topology, broker: gateway, brokers, nats, namespace, api: gatewayApi(gateway), stop };
+}
+
+/** A client for the gateway that `broker` runs. */
+export function gatewayApi(broker: ServiceBroker): Api {
+	const server = (broker.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server;
+	return new Api(`http://127.0.0.1:${server.address().port}`);
+}
+
+/** The service `name` on whichever broker of the catalogue runs it. */
+export function localService<T = unknown>(catalogue: Catalogue, name: string): T {
+	const host = catalogue.brokers.map(broker => broker.getLocalService(name)).find(Boolean);
+	if (!host) throw new Error(`no broker of the catalogue runs ${name}`);
+	return host as unknown as T;
 }
 
 /** `promise`, or a failure saying `what` once `ms` have passed. */
-async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+export async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
 	let timer: NodeJS.Timeout | undefined;
 	const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms)));
 	try {
@@ -158,9 +172,7 @@ export async function withBrokenStorage<T>(
 	[service, method]: [string, string],
 	request: () => Promise<T>,
 ): Promise<T> {
-	const host = catalogue.brokers.map(broker => broker.getLocalService(service)).find(Boolean);
-	if (!host) throw new Error(`no broker of the catalogue runs ${service}`);
-	const adapter = (host as unknown as { adapter: Record<string, unknown> }).adapter;
+	const { adapter } = localService<{ adapter: Record<string, unknown> }>(catalogue, service);
 	const original = adapter[method];
 	adapter[method] = () => Promise.reject(new Error("disk unavailable"));
 	try {

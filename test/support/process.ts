@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
-import { Api } from "./catalogue";
+import { Api, within } from "./catalogue";
 
 export const root = path.resolve(__dirname, "../..");
 const runner = path.join(root, "node_modules/moleculer/bin/moleculer-runner.js");
@@ -32,15 +32,16 @@ export interface Node {
 
 /**
  * Starts moleculer-runner with the built config and SERVICEDIR=dist/services, the way `npm start`
- * does; `env` chooses the node (SERVICES, TRANSPORTER, NAMESPACE, PORT...). Returns at once.
+ * does; `env` chooses the node (SERVICES, TRANSPORTER, NAMESPACE, PORT...). With `repl`, the node
+ * opens moleculer's REPL (`--repl`) on a standard input the test writes to. Returns at once.
  */
-export function startNode(env: NodeJS.ProcessEnv): Node {
+export function startNode(env: NodeJS.ProcessEnv, { repl = false } = {}): Node {
 	if (!existsSync(path.join(root, "dist/moleculer.config.js")))
 		throw new Error("dist/ is missing: run `npm run build` (npm test does it first)");
-	const child = spawn(process.execPath, [runner, "--config", "dist/moleculer.config.js"], {
+	const child = spawn(process.execPath, [runner, "--config", "dist/moleculer.config.js", ...(repl ? ["--repl"] : [])], {
 		cwd: root,
 		env: { ...process.env, LOGLEVEL: "warn", SERVICEDIR: "dist/services", ...env },
-		stdio: ["ignore", "pipe", "pipe"],
+		stdio: [repl ? "pipe" : "ignore", "pipe", "pipe"],
 	});
 	let output = "";
 	child.stdout!.on("data", chunk => (output += chunk));
@@ -73,11 +74,7 @@ export async function waitFor(what: string, condition: () => Promise<boolean>, n
 	const deadline = Date.now() + timeoutMs;
 	const printed = () => nodes.map(node => node.output()).join("\n");
 	// A check that hangs (a request lost with a node or with NATS) counts as false after a while.
-	const check = () => {
-		let timer: NodeJS.Timeout | undefined;
-		const late = new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS)));
-		return Promise.race([condition().catch(() => false), late]).finally(() => clearTimeout(timer));
-	};
+	const check = () => within(CHECK_TIMEOUT_MS, condition(), what).catch(() => false);
 	while (!(await check())) {
 		const ended = nodes.find(node => node.child.exitCode !== null || node.child.signalCode !== null);
 		if (ended) throw new Error(`waiting until ${what}: a node exited with ${ended.child.exitCode ?? ended.child.signalCode}:\n${printed()}`);

@@ -1,5 +1,4 @@
 import path from "node:path";
-import type { AddressInfo } from "node:net";
 import isEqual from "lodash/isEqual";
 import { Errors, ServiceBroker, type Service } from "moleculer";
 import { MemoryAdapter } from "moleculer-db";
@@ -13,7 +12,7 @@ import ApiService from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
 import GamesService from "../../services/games.service";
-import { Api, unknownIds } from "../support/catalogue";
+import { gatewayApi, unknownIds, type Api } from "../support/catalogue";
 
 // The services read their storage from the configuration when they are created: this file's
 // configuration is the one a node with MONGO_URI set reads at boot. Hoisted above the imports.
@@ -217,8 +216,7 @@ describe("queries the services send to MongoDB (recording collections, no server
 		}
 		broker.createService(ApiService);
 		await broker.start();
-		const server = (broker.getLocalService("api") as unknown as { server: { address(): AddressInfo } }).server;
-		api = new Api(`http://127.0.0.1:${server.address().port}`);
+		api = gatewayApi(broker);
 	});
 
 	afterAll(() => broker?.stop());
