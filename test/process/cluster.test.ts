@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
-import { Api } from "../support/catalogue";
-import { startNats, type NatsServer } from "../support/nats";
-import { answers, freePort, startNode, waitFor, type Node } from "../support/process";
+import type { Api } from "../support/catalogue";
+import { startCluster, type Cluster } from "../support/cluster";
+import { answers, waitFor } from "../support/process";
 
 // The catalogue as an operator runs it: one OS process per service, each started like `npm start`
 // with SERVICES naming its service, all joined over a NATS server of the test's own. Memory
@@ -10,39 +9,17 @@ import { answers, freePort, startNode, waitFor, type Node } from "../support/pro
 type Ref = { id: string; name?: string };
 
 const START_MS = 30_000;
-const nodes = new Map<string, Node>();
-let nats: NatsServer;
+let cluster: Cluster;
 let api: Api;
-let env: (services: string) => NodeJS.ProcessEnv;
-
-/** Starts the node of one service (not waiting for it); the gateway's on `port`. */
-function start(service: string, port?: number): Node {
-	const node = startNode({ ...env(service), ...(port && { PORT: String(port) }) });
-	nodes.set(service, node);
-	return node;
-}
-
-const everyNode = () => [...nodes.values()];
-
-/** Until the gateway reaches all three data services: each path needs one of them. */
-const reachesEveryService = async () =>
-	(await Promise.all(["/category", "/author", "/game"].map(path => answers(api, path)()))).every(Boolean);
 
 beforeAll(async () => {
-	nats = await startNats();
-	const namespace = `cluster-test-${randomUUID()}`;
-	env = services => ({ SERVICES: services, TRANSPORTER: nats.url, NAMESPACE: namespace, STORAGE: "memory", START_TIMEOUT: "20" });
-	const port = await freePort();
-	api = new Api(`http://127.0.0.1:${port}`);
-	start("api", port);
-	for (const service of ["authors", "categories", "games"]) start(service);
-	await waitFor("the gateway reaches authors, categories and games", reachesEveryService, everyNode(), START_MS);
+	cluster = await startCluster();
+	api = cluster.api;
 }, START_MS + 10_000);
 
-afterAll(async () => {
-	await Promise.all(everyNode().map(node => node.kill()));
-	await nats?.stop();
-});
+afterAll(() => cluster?.stop());
+
+const everyNode = () => [...cluster.nodes.values()];
 
 describe("four processes over NATS, one per service", () => {
 	let category: Ref;
@@ -78,8 +55,8 @@ describe("four processes over NATS, one per service", () => {
 	});
 
 	test("with the games process stopped, what needs games is refused and the rest still answers", async () => {
-		expect(await nodes.get("games")!.stop()).toBe(0);
-		await waitFor("the gateway stops answering GET /game", async () => (await api.get("/game")).status !== 200, everyNode().filter(node => node !== nodes.get("games")));
+		expect(await cluster.nodes.get("games")!.stop()).toBe(0);
+		await waitFor("the gateway stops answering GET /game", async () => (await api.get("/game")).status !== 200, everyNode().filter(node => node !== cluster.nodes.get("games")));
 		const unavailable = { status: 503, body: { msg: "The service is temporarily unavailable" } };
 		expect(await api.get("/game")).toEqual(expect.objectContaining(unavailable));
 		expect(await api.put("/game", { title: "Caverna", age: 12, category: { id: category.id }, author: { id: author.id } })).toMatchObject(
@@ -93,7 +70,7 @@ describe("four processes over NATS, one per service", () => {
 	});
 
 	test("a games process started again restores the service; its games were in memory, so none are left", async () => {
-		start("games");
+		cluster.start("games");
 		await waitFor("the gateway answers GET /game again", answers(api, "/game"), everyNode(), START_MS);
 		expect((await api.get("/game")).body).toEqual([]);
 		const game = await api.game("Caverna", category, author, 12);

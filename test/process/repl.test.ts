@@ -1,50 +1,6 @@
 import { Api, localService, startCatalogue, type Catalogue } from "../support/catalogue";
-import { freePort, startNode, type Node } from "../support/process";
-
-const PROMPT = "catalogue $";
-const PROMPT_SHOWN = /catalogue \$/;
-
-/** A REPL node in its own process, driven through its standard input as an operator types. */
-class ReplSession {
-	private readonly node: Node;
-
-	constructor(env: NodeJS.ProcessEnv) {
-		this.node = startNode(env, { repl: true });
-	}
-
-	private get output(): string {
-		return this.node.output();
-	}
-
-	/** Waits until the output since `from` matches, and returns that part of the output. */
-	async waitFor(pattern: RegExp, from = 0, timeoutMs = 15_000): Promise<string> {
-		const deadline = Date.now() + timeoutMs;
-		while (!pattern.test(this.output.slice(from))) {
-			if (this.node.child.exitCode !== null) throw new Error(`the REPL exited with ${this.node.child.exitCode}:\n${this.output}`);
-			if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms in:\n${this.output.slice(from)}`);
-			await new Promise(resolve => setTimeout(resolve, 50));
-		}
-		return this.output.slice(from);
-	}
-
-	/** Types a command and returns what it printed up to the next prompt. */
-	async type(command: string): Promise<string> {
-		const from = this.output.length;
-		this.node.child.stdin!.write(`${command}\n`);
-		const printed = await this.waitFor(/\ncatalogue \$/, from);
-		return printed.slice(0, printed.lastIndexOf(PROMPT));
-	}
-
-	/** `quit`, and the exit code. */
-	quit(): Promise<number | null> {
-		this.node.child.stdin!.write("quit\n");
-		return this.node.exited;
-	}
-
-	kill() {
-		return this.node.kill();
-	}
-}
+import { freePort } from "../support/process";
+import { PROMPT_SHOWN, ReplSession } from "../support/repl";
 
 describe("npm run repl: a REPL node that joins a running cluster over NATS", () => {
 	let catalogue: Catalogue;
