@@ -24,6 +24,11 @@ export interface CatalogueConfig {
 	startTimeoutMs: number;
 	/** How long a call between services may take before it fails (`REQUEST_TIMEOUT`, seconds, default 10). */
 	requestTimeoutMs: number;
+	/**
+	 * How long a delete, a game draft or a game change may stay in progress before another node
+	 * treats it as abandoned (twice the request timeout: README, "Integrity under concurrency").
+	 */
+	claimLeaseMs: number;
 	/** Port of the node's readiness probe (`HEALTH_PORT`); none when unset. */
 	healthPort: number | null;
 }
@@ -60,6 +65,7 @@ function mongoUri(value: string | undefined): string | null {
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfig {
+	const requestTimeoutMs = wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000;
 	return {
 		port: wholeNumber("PORT", env.PORT ?? "3000", 0, 65535),
 		dataDir: path.resolve(env.DATA_DIR || "data"),
@@ -71,7 +77,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		services: serviceList(env.SERVICES),
 		mongoUri: mongoUri(env.MONGO_URI),
 		startTimeoutMs: wholeNumber("START_TIMEOUT", env.START_TIMEOUT || "30", 1, 3600) * 1000,
-		requestTimeoutMs: wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000,
+		requestTimeoutMs,
+		claimLeaseMs: 2 * requestTimeoutMs,
 		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
 	};
 }

@@ -18,3 +18,15 @@ export function orphans<T extends References>(
 		return missing.length > 0 ? [{ ...game, missing }] : [];
 	});
 }
+
+/**
+ * The storage query for games that refer to the category and/or author given (each one given
+ * must match), counting a change in progress as referring already: until it is committed or
+ * dropped, either outcome must stay valid.
+ */
+export function referringTo(references: Partial<References>): Record<string, unknown> {
+	const given = Object.entries(references).filter(([, id]) => id !== undefined);
+	const current = Object.fromEntries(given);
+	const changing = Object.fromEntries(given.map(([field, id]) => [`change.${field}`, id]));
+	return { $or: [current, changing] };
+}

@@ -11,7 +11,7 @@ import { hideCredentials } from "../lib/uris";
 export type Row = { id: string };
 
 /** A catalogue service's schema: moleculer-db settings and a typed store as `this`. */
-export type CatalogueSchema<T extends Row> = ServiceSchema<DbServiceSettings, Store<T>>;
+export type CatalogueSchema<T extends Row, Methods = unknown> = ServiceSchema<DbServiceSettings, Store<T> & Methods>;
 
 /** Lets a mixin be written against a typed `this` and still be listed in `mixins`. */
 export const asMixin = <T extends Row>(schema: Partial<CatalogueSchema<T>>) => schema as Partial<ServiceSchema>;
@@ -29,6 +29,11 @@ export interface Store<T extends Row = Row> {
 	adapter: {
 		find(params: FindParams): Promise<Record<string, unknown>[]>;
 		count(params: FindParams): Promise<number>;
+		findById(id: string): Promise<Record<string, unknown> | null | undefined>;
+		findOne(query: Record<string, unknown>): Promise<Record<string, unknown> | null | undefined>;
+		insert(record: Record<string, unknown>): Promise<Record<string, unknown>>;
+		updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
+		removeMany(query: Record<string, unknown>): Promise<number>;
 	};
 	_find(ctx: Context, params: FindParams): Promise<T[]>;
 	_list(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: T[]; total: number }>;
@@ -37,6 +42,9 @@ export interface Store<T extends Row = Row> {
 	_update(ctx: Context, params: T): Promise<T>;
 	_remove(ctx: Context, params: { id: string }): Promise<unknown>;
 	transformDocuments(ctx: Context, params: FindParams, docs: Record<string, unknown>[]): Promise<unknown[]>;
+	transformDocuments(ctx: Context, params: FindParams, doc: Record<string, unknown>): Promise<T>;
+	/** Tells moleculer-db (its cache, its hooks) that a record was written outside `_create` and co. */
+	entityChanged(type: "created" | "updated" | "removed", record: T, ctx: Context): Promise<void>;
 }
 
 export interface DbOptions extends FailureTexts {

@@ -1,20 +1,36 @@
 import type { Context } from "moleculer";
-import { inUse, type ErrorText } from "../lib/errors";
+import { claim, release, unclaimed, type ClaimOptions, type ClaimStore } from "../lib/claims";
+import { config } from "../lib/config";
+import { inUse, notFound, type ErrorText } from "../lib/errors";
+import { newId } from "../lib/ids";
 import { id } from "../lib/params";
-import { asMixin, type Row } from "./db.mixin";
+import { asMixin, type Row, type Store } from "./db.mixin";
 
 export interface ReferencedOptions {
 	/** The game field that holds this record's id (`author`, `category`). */
 	field: "author" | "category";
+	/** The error text when no record has the id. */
+	notFound: ErrorText;
 	/** The error text when games still refer to the record. */
 	hasGames: ErrorText;
 }
 
+/** A delete in progress is a claim in the record's `deleting` field. */
+const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
+
+const claims = (store: Store<Row>): ClaimStore => ({
+	findById: id => store.adapter.findById(id),
+	updateMany: (query, update) => store.adapter.updateMany(query, update),
+});
+
 /**
- * For records that games refer to: `remove` answers `{ <field>: <deleted record> }`, and refuses
- * (400, `hasGames`) while `games.countBy` finds games that refer to the record.
+ * For records that games refer to (README, "Integrity under concurrency"): `remove` marks the
+ * record as being deleted before it asks `games.countBy`, and `referable`, which games asks after
+ * writing a game, waits for such a delete to end. Whatever the interleaving, either the count
+ * sees the game or the game sees the record gone.
  */
-export function referencedByGames({ field, hasGames }: ReferencedOptions) {
+export function referencedByGames({ field, notFound: unknownText, hasGames }: ReferencedOptions) {
+	const unknown = notFound(unknownText);
 	return asMixin({
 		actions: {
 			// { <field>: the deleted record }; 400 when the id is unknown or games refer to it.
@@ -22,11 +38,32 @@ export function referencedByGames({ field, hasGames }: ReferencedOptions) {
 				params: { id },
 				async handler(ctx: Context<{ id: string }>): Promise<Record<string, Row>> {
 					const { id } = ctx.params;
-					const record = await this._get(ctx, { id });
-					const games = await ctx.call<number, Record<string, string>>("games.countBy", { [field]: id });
-					if (games > 0) throw inUse(hasGames);
-					await this._remove(ctx, { id });
-					return { [field]: record };
+					const token = newId();
+					const record = await claim(claims(this), id, token, deleting);
+					if (!record) throw unknown();
+					try {
+						const games = await ctx.call<number, Record<string, string>>("games.countBy", { [field]: id });
+						if (games > 0) throw inUse(hasGames);
+						const removed = await this.adapter.removeMany({ _id: id, "deleting.token": token });
+						if (removed === 0) throw new Error(`the delete of ${field} ${id} outlived its lease`);
+					} catch (err) {
+						await release(claims(this), id, token, deleting);
+						throw err;
+					}
+					const deleted = await this.transformDocuments(ctx, {}, record);
+					await this.entityChanged("removed", deleted, ctx);
+					return { [field]: deleted };
+				},
+			},
+
+			// true once the record exists and no delete of it is in progress (waiting for one to
+			// end); 400 when no record has the id. Asked by games after it wrote a game.
+			referable: {
+				visibility: "public",
+				params: { id },
+				async handler(ctx: Context<{ id: string }>): Promise<true> {
+					if (!(await unclaimed(claims(this), ctx.params.id, deleting))) throw unknown();
+					return true;
 				},
 			},
 		},

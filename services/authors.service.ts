@@ -31,7 +31,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 				remove: texts.deleteAuthor,
 			},
 		}),
-		referencedByGames({ field: "author", hasGames: texts.authorHasGames }),
+		referencedByGames({ field: "author", notFound: texts.authorNotFound, hasGames: texts.authorHasGames }),
 	],
 	settings: {
 		fields: ["id", "name", "nationality"],

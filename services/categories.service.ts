@@ -21,7 +21,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 				remove: texts.deleteCategory,
 			},
 		}),
-		referencedByGames({ field: "category", hasGames: texts.categoryHasGames }),
+		referencedByGames({ field: "category", notFound: texts.categoryNotFound, hasGames: texts.categoryHasGames }),
 	],
 	settings: {
 		fields: ["id", "name"],

@@ -1,9 +1,12 @@
 import uniq from "lodash/uniq";
 import type { Context } from "moleculer";
 import { firstFailure } from "../lib/checks";
+import { claim, release, type ClaimOptions, type ClaimStore } from "../lib/claims";
+import { config } from "../lib/config";
 import { CatalogueError, notFound, texts } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { orphans, referringTo, type References } from "../lib/integrity";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
-import { orphans } from "../lib/integrity";
 import { compileTitleFilter } from "../lib/title-filter";
 import { dbMixin, type CatalogueSchema } from "../mixins/db.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
@@ -21,12 +24,25 @@ async function existingIds(ctx: Context, service: "categories" | "authors", ids:
 	return new Set(Object.keys(found));
 }
 
-const GamesService: CatalogueSchema<Game> = {
+/** A change of a game in progress is a claim in its `change` field, holding the new references. */
+const changing: ClaimOptions = { field: "change", leaseMs: config.claimLeaseMs };
+
+/** Games that are not drafts: a game being created is hidden until its references are checked. */
+const published = { draft: { $exists: false } };
+
+const unknownGame = notFound(texts.gameNotFound);
+
+interface GamesMethods {
+	games(): ClaimStore;
+	checkReferences(ctx: Context, references: References): Promise<void>;
+}
+
+const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	name: "games",
 	mixins: [
 		dbMixin({
 			collection: "games",
-			indexes: ["category", "author"],
+			indexes: ["category", "author", "draft", "change.category", "change.author"],
 			notFound: notFound(texts.gameNotFound),
 			failures: {
 				get: texts.fetchGames,
@@ -55,39 +71,58 @@ const GamesService: CatalogueSchema<Game> = {
 						{ field: "title", message: texts.invalidTitlePattern, type: "pattern" },
 					]);
 				}
-				const query = idCategory ? { category: idCategory } : {};
+				const query = idCategory ? { ...published, category: idCategory } : published;
 				const games = await this.adapter.find({ query, sort: ["_id"] });
 				const found = games.filter(game => matches(String(game.title)));
 				return (await this.transformDocuments(ctx, { populate: ["category", "author"] }, found)) as ListedGame[];
 			},
 		},
 
-		// { game } with category and author as ids; 400 when either does not exist.
+		// { game } with category and author as ids; 400 when either does not exist. The game is
+		// stored as a hidden draft before the references are checked (README, "Integrity under
+		// concurrency"), so a delete racing with it counts it.
 		create: {
 			params: { $$strict: "remove", ...gameBody },
 			async handler(ctx: Context<GameBody>): Promise<{ game: Game }> {
 				const { title, age, category, author } = ctx.params;
-				await firstFailure([
-					ctx.call("categories.get", { id: category.id }),
-					ctx.call("authors.get", { id: author.id }),
-				]);
-				const game = await this._create(ctx, { title, age, category: category.id, author: author.id });
+				const draft = { _id: newId(), title, age, category: category.id, author: author.id, draft: Date.now() };
+				await this.adapter.insert(draft);
+				try {
+					await this.checkReferences(ctx, draft);
+					const published = await this.adapter.updateMany({ _id: draft._id, draft: { $exists: true } }, { $unset: { draft: true } });
+					if (published === 0) throw new Error(`the draft game ${draft._id} outlived its lease`);
+				} catch (err) {
+					await this.adapter.removeMany({ _id: draft._id, draft: { $exists: true } });
+					throw err;
+				}
+				const game = await this.transformDocuments(ctx, {}, draft);
+				await this.entityChanged("created", game, ctx);
 				return { game };
 			},
 		},
 
 		// 1 once title, age, category and author are replaced; 400 when the game, the category
-		// or the author does not exist (checked in that order).
+		// or the author does not exist (checked in that order). The new references are recorded
+		// on the game (its `change` claim) before they are checked.
 		update: {
 			params: { $$strict: "remove", id, ...gameBody },
 			async handler(ctx: Context<GameUpdate>): Promise<1> {
-				const { id, title, age, category, author } = ctx.params;
-				await firstFailure([
-					this._get(ctx, { id }),
-					ctx.call("categories.get", { id: category.id }),
-					ctx.call("authors.get", { id: author.id }),
-				]);
-				await this._update(ctx, { id, title, age, category: category.id, author: author.id });
+				const { id, title, age } = ctx.params;
+				const references = { category: ctx.params.category.id, author: ctx.params.author.id };
+				const token = newId();
+				if (!(await claim(this.games(), id, token, changing, references))) throw unknownGame();
+				try {
+					await this.checkReferences(ctx, references);
+					const update = { $set: { title, age, ...references }, $unset: { change: true } };
+					if ((await this.adapter.updateMany({ _id: id, "change.token": token }, update)) === 0) {
+						if (!(await this.games().findById(id))) throw unknownGame();
+						throw new Error(`the change of game ${id} outlived its lease`);
+					}
+				} catch (err) {
+					await release(this.games(), id, token, changing);
+					throw err;
+				}
+				await this.entityChanged("updated", { id, title, age, ...references }, ctx);
 				return 1;
 			},
 		},
@@ -96,8 +131,11 @@ const GamesService: CatalogueSchema<Game> = {
 		remove: {
 			params: { id },
 			async handler(ctx: Context<{ id: string }>): Promise<{ game: Game }> {
-				const game = await this._get(ctx, { id: ctx.params.id });
-				await this._remove(ctx, { id: ctx.params.id });
+				const { id } = ctx.params;
+				const stored = await this.games().findById(id);
+				if (!stored || (await this.adapter.removeMany({ _id: id, draft: { $exists: false } })) === 0) throw unknownGame();
+				const game = await this.transformDocuments(ctx, {}, stored);
+				await this.entityChanged("removed", game, ctx);
 				return { game };
 			},
 		},
@@ -107,7 +145,7 @@ const GamesService: CatalogueSchema<Game> = {
 		orphans: {
 			visibility: "public",
 			async handler(ctx: Context): Promise<OrphanGame[]> {
-				const games = await this._find(ctx, { sort: ["_id"] });
+				const games = await this._find(ctx, { query: published, sort: ["_id"] });
 				const [categories, authors] = await Promise.all([
 					existingIds(ctx, "categories", games.map(game => game.category)),
 					existingIds(ctx, "authors", games.map(game => game.author)),
@@ -116,15 +154,31 @@ const GamesService: CatalogueSchema<Game> = {
 			},
 		},
 
-		// How many games refer to the category and/or author given. Internal: not on HTTP.
+		// How many games refer to the category and/or author given, drafts and changes in progress
+		// included; abandoned ones are cleared first. Internal: not on HTTP.
 		countBy: {
 			visibility: "public",
 			params: { $$strict: "remove", category: { type: "string", optional: true }, author: { type: "string", optional: true } },
-			handler(ctx: Context<GameCountQuery>): Promise<number> {
-				const { category, author } = ctx.params;
-				const query = { ...(category !== undefined && { category }), ...(author !== undefined && { author }) };
-				return this.adapter.count({ query });
+			async handler(ctx: Context<GameCountQuery>): Promise<number> {
+				const abandoned = Date.now() - changing.leaseMs;
+				await this.adapter.removeMany({ draft: { $lt: abandoned } });
+				await this.adapter.updateMany({ "change.at": { $lt: abandoned } }, { $unset: { change: true } });
+				return this.adapter.count({ query: referringTo(ctx.params) });
 			},
+		},
+	},
+	methods: {
+		/** Stored games as claims see them: a draft does not exist yet. */
+		games(): ClaimStore {
+			return {
+				findById: id => this.adapter.findOne({ _id: id, ...published }),
+				updateMany: (query, update) => this.adapter.updateMany(query, update),
+			};
+		},
+
+		/** Resolves when the category and the author exist and are not being deleted. */
+		async checkReferences(ctx: Context, { category, author }: References): Promise<void> {
+			await firstFailure([ctx.call("categories.referable", { id: category }), ctx.call("authors.referable", { id: author })]);
 		},
 	},
 };

@@ -1,4 +1,4 @@
-import { orphans } from "../../lib/integrity";
+import { orphans, referringTo } from "../../lib/integrity";
 
 const game = (id: string, category: string, author: string) => ({ id, title: `Game ${id}`, category, author });
 
@@ -20,5 +20,18 @@ describe("orphans", () => {
 
 	test("no games, no orphans", () => {
 		expect(orphans([], { categories: new Set(), authors: new Set() })).toEqual([]);
+	});
+});
+
+describe("referringTo", () => {
+	test("matches games that refer to the author now or are being changed to refer to it", () => {
+		expect(referringTo({ author: "a1" })).toEqual({ $or: [{ author: "a1" }, { "change.author": "a1" }] });
+	});
+
+	test("every reference given must match; those not given are left out", () => {
+		expect(referringTo({ category: "c1", author: "a1" })).toEqual({
+			$or: [{ category: "c1", author: "a1" }, { "change.category": "c1", "change.author": "a1" }],
+		});
+		expect(referringTo({ category: "c1", author: undefined })).toEqual({ $or: [{ category: "c1" }, { "change.category": "c1" }] });
 	});
 });

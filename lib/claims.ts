@@ -1,0 +1,67 @@
+import { setTimeout as delay } from "node:timers/promises";
+
+/**
+ * Claims on stored records, the building block of the referential-integrity protocol (README,
+ * "Integrity under concurrency"). A claim is a field `{ token, at, ... }` on the record, set and
+ * cleared by conditional single-record updates, which NeDB and MongoDB both apply atomically:
+ * no lock server, and any number of nodes may share the store. A claim whose holder died is
+ * recognised by its age (older than the lease) and broken; the holder's own last write is
+ * conditional on its token, so a broken claim can never be completed.
+ */
+
+/** What a claim needs of the storage; both moleculer-db adapters have these calls. */
+export interface ClaimStore {
+	/** The record, or nothing when it does not exist (or does not count as existing). */
+	findById(id: string): Promise<Record<string, unknown> | null | undefined>;
+	/** How many records matching `query` were changed. */
+	updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
+}
+
+export interface Claim {
+	token: string;
+	/** When it was taken, in ms since the epoch. */
+	at: number;
+}
+
+export interface ClaimOptions {
+	/** The record field that holds the claim (`deleting` on authors and categories, `change` on games). */
+	field: string;
+	/** A claim older than this is abandoned. */
+	leaseMs: number;
+}
+
+/** The longest pause between two looks at a claimed record. */
+const MAX_POLL_MS = 50;
+
+/**
+ * The record once no live claim is on it: waits while one is (at most its lease), breaks an
+ * abandoned one. Nothing when the record does not exist.
+ */
+export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs }: ClaimOptions) {
+	for (let pause = 1; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {
+		const record = await store.findById(id);
+		const claim = record?.[field] as Claim | undefined;
+		if (!record || !claim) return record ?? undefined;
+		if (claim.at < Date.now() - leaseMs) await release(store, id, claim.token, { field });
+		else await delay(pause);
+	}
+}
+
+/**
+ * Takes the claim on record `id` for `token` (with `details` stored beside it), once any other
+ * live claim has ended. Answers the record as it was before, or nothing when it does not exist.
+ */
+export async function claim(store: ClaimStore, id: string, token: string, options: ClaimOptions, details: object = {}) {
+	const { field } = options;
+	for (;;) {
+		const record = await unclaimed(store, id, options);
+		if (!record) return undefined;
+		const taken = await store.updateMany({ _id: id, [field]: { $exists: false } }, { $set: { [field]: { ...details, token, at: Date.now() } } });
+		if (taken > 0) return record;
+	}
+}
+
+/** Clears the claim `token` holds on record `id`, if it still holds it. */
+export async function release(store: ClaimStore, id: string, token: string, { field }: Pick<ClaimOptions, "field">): Promise<void> {
+	await store.updateMany({ _id: id, [`${field}.token`]: token }, { $unset: { [field]: true } });
+}

@@ -1,0 +1,91 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { ServiceBroker } from "moleculer";
+import { MemoryAdapter } from "moleculer-db";
+import { claim, release, unclaimed, type ClaimOptions, type ClaimStore } from "../../lib/claims";
+
+// Claims against a real NeDB datastore (moleculer-db's MemoryAdapter), the store the services use.
+
+const deleting: ClaimOptions = { field: "deleting", leaseMs: 60_000 };
+let adapter: InstanceType<typeof MemoryAdapter>;
+let store: ClaimStore;
+
+beforeEach(async () => {
+	adapter = new MemoryAdapter();
+	adapter.init(new ServiceBroker({ logger: false }), {} as never);
+	await adapter.connect();
+	store = { findById: id => adapter.findById(id), updateMany: (query, update) => adapter.updateMany(query, update) };
+	await adapter.insert({ _id: "a1", name: "Knizia" });
+});
+
+/** Whether `promise` is still pending after the event loop had time to settle it. */
+async function pending(promise: Promise<unknown>): Promise<boolean> {
+	const settled = await Promise.race([promise.then(() => true, () => true), delay(100).then(() => false)]);
+	return !settled;
+}
+
+describe("claim", () => {
+	test("takes a free record and answers it as it was", async () => {
+		expect(await claim(store, "a1", "t1", deleting)).toEqual({ _id: "a1", name: "Knizia" });
+		expect(await adapter.findById("a1")).toEqual({ _id: "a1", name: "Knizia", deleting: { token: "t1", at: expect.any(Number) } });
+	});
+
+	test("stores the details given beside the token", async () => {
+		await claim(store, "a1", "t1", deleting, { author: "a2" });
+		expect((await adapter.findById("a1")).deleting).toEqual({ author: "a2", token: "t1", at: expect.any(Number) });
+	});
+
+	test("answers nothing for a record that does not exist", async () => {
+		expect(await claim(store, "nope", "t1", deleting)).toBeUndefined();
+	});
+
+	test("a second claim waits for the first to be released, then takes the record", async () => {
+		await claim(store, "a1", "t1", deleting);
+		const second = claim(store, "a1", "t2", deleting);
+		expect(await pending(second)).toBe(true);
+		await release(store, "a1", "t1", deleting);
+		expect(await second).toMatchObject({ _id: "a1" });
+		expect((await adapter.findById("a1")).deleting.token).toBe("t2");
+	});
+
+	test("a claim waiting on a record that is then removed answers nothing", async () => {
+		await claim(store, "a1", "t1", deleting);
+		const second = claim(store, "a1", "t2", deleting);
+		await adapter.removeById("a1");
+		expect(await second).toBeUndefined();
+	});
+});
+
+describe("unclaimed", () => {
+	test("answers a record nobody claims at once", async () => {
+		expect(await unclaimed(store, "a1", deleting)).toEqual({ _id: "a1", name: "Knizia" });
+	});
+
+	test("waits while a live claim is held and answers the record once it is released", async () => {
+		await claim(store, "a1", "t1", deleting);
+		const waiting = unclaimed(store, "a1", deleting);
+		expect(await pending(waiting)).toBe(true);
+		await release(store, "a1", "t1", deleting);
+		expect(await waiting).toEqual({ _id: "a1", name: "Knizia" });
+	});
+
+	test("answers nothing once a claimed record is removed by its holder", async () => {
+		await claim(store, "a1", "t1", deleting);
+		const waiting = unclaimed(store, "a1", deleting);
+		await adapter.removeMany({ _id: "a1", "deleting.token": "t1" });
+		expect(await waiting).toBeUndefined();
+	});
+
+	test("breaks an abandoned claim (older than the lease), so its holder can no longer complete", async () => {
+		await adapter.updateMany({ _id: "a1" }, { $set: { deleting: { token: "dead", at: Date.now() - deleting.leaseMs - 1 } } });
+		expect(await unclaimed(store, "a1", deleting)).toEqual({ _id: "a1", name: "Knizia" });
+		expect(await adapter.removeMany({ _id: "a1", "deleting.token": "dead" })).toBe(0);
+	});
+});
+
+describe("release", () => {
+	test("leaves a claim that another token holds", async () => {
+		await claim(store, "a1", "t1", deleting);
+		await release(store, "a1", "other", deleting);
+		expect((await adapter.findById("a1")).deleting.token).toBe("t1");
+	});
+});
