@@ -154,6 +154,15 @@ export async function within<T>(ms: number, promise: Promise<T>, what: string): 
 	}
 }
 
+/** Whether `promise` is still unsettled after `ms`: a request that waits for another one. */
+export async function stillPending(promise: Promise<unknown>, ms = 200): Promise<boolean> {
+	const settled = promise.then(
+		() => true,
+		() => true,
+	);
+	return !(await Promise.race([settled, new Promise<false>(resolve => setTimeout(() => resolve(false), ms))]));
+}
+
 /** With MongoDB storage, removes the database this test file had to itself (see support/env.ts). */
 async function dropTestDatabase(brokers: ServiceBroker[]): Promise<void> {
 	const adapter = brokers

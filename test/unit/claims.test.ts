@@ -1,7 +1,7 @@
-import { setTimeout as delay } from "node:timers/promises";
 import { ServiceBroker } from "moleculer";
 import { MemoryAdapter } from "moleculer-db";
-import { claim, release, unclaimed, type ClaimOptions, type ClaimStore } from "../../lib/claims";
+import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/claims";
+import { stillPending } from "../support/catalogue";
 
 // Claims against a real NeDB datastore (moleculer-db's MemoryAdapter), the store the services use.
 
@@ -9,19 +9,16 @@ const deleting: ClaimOptions = { field: "deleting", leaseMs: 60_000 };
 let adapter: InstanceType<typeof MemoryAdapter>;
 let store: ClaimStore;
 
+/** The record as stored, claim fields included. */
+const stored = (id: string) => adapter.findById(id) as Promise<{ deleting?: Claim & { author?: string } } | null>;
+
 beforeEach(async () => {
 	adapter = new MemoryAdapter();
 	adapter.init(new ServiceBroker({ logger: false }), {} as never);
 	await adapter.connect();
-	store = { findById: id => adapter.findById(id), updateMany: (query, update) => adapter.updateMany(query, update) };
+	store = { findById: stored, updateMany: (query, update) => adapter.updateMany(query, update) };
 	await adapter.insert({ _id: "a1", name: "Knizia" });
 });
-
-/** Whether `promise` is still pending after the event loop had time to settle it. */
-async function pending(promise: Promise<unknown>): Promise<boolean> {
-	const settled = await Promise.race([promise.then(() => true, () => true), delay(100).then(() => false)]);
-	return !settled;
-}
 
 describe("claim", () => {
 	test("takes a free record and answers it as it was", async () => {
@@ -31,7 +28,7 @@ describe("claim", () => {
 
 	test("stores the details given beside the token", async () => {
 		await claim(store, "a1", "t1", deleting, { author: "a2" });
-		expect((await adapter.findById("a1")).deleting).toEqual({ author: "a2", token: "t1", at: expect.any(Number) });
+		expect((await stored("a1"))?.deleting).toEqual({ author: "a2", token: "t1", at: expect.any(Number) });
 	});
 
 	test("answers nothing for a record that does not exist", async () => {
@@ -41,10 +38,10 @@ describe("claim", () => {
 	test("a second claim waits for the first to be released, then takes the record", async () => {
 		await claim(store, "a1", "t1", deleting);
 		const second = claim(store, "a1", "t2", deleting);
-		expect(await pending(second)).toBe(true);
+		expect(await stillPending(second)).toBe(true);
 		await release(store, "a1", "t1", deleting);
 		expect(await second).toMatchObject({ _id: "a1" });
-		expect((await adapter.findById("a1")).deleting.token).toBe("t2");
+		expect((await stored("a1"))?.deleting?.token).toBe("t2");
 	});
 
 	test("a claim waiting on a record that is then removed answers nothing", async () => {
@@ -63,7 +60,7 @@ describe("unclaimed", () => {
 	test("waits while a live claim is held and answers the record once it is released", async () => {
 		await claim(store, "a1", "t1", deleting);
 		const waiting = unclaimed(store, "a1", deleting);
-		expect(await pending(waiting)).toBe(true);
+		expect(await stillPending(waiting)).toBe(true);
 		await release(store, "a1", "t1", deleting);
 		expect(await waiting).toEqual({ _id: "a1", name: "Knizia" });
 	});
@@ -86,6 +83,6 @@ describe("release", () => {
 	test("leaves a claim that another token holds", async () => {
 		await claim(store, "a1", "t1", deleting);
 		await release(store, "a1", "other", deleting);
-		expect((await adapter.findById("a1")).deleting.token).toBe("t1");
+		expect((await stored("a1"))?.deleting?.token).toBe("t1");
 	});
 });
