@@ -1,6 +1,7 @@
-import type { BrokerOptions } from "moleculer";
+import type { BrokerOptions, Errors } from "moleculer";
 import { config } from "./lib/config";
 import { hideCredentials } from "./lib/uris";
+import { drainGateway } from "./middlewares/drain.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { describeStorage } from "./mixins/db.mixin";
@@ -11,15 +12,30 @@ const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: config.transporter ? { type: "NATS", options: { url: config.transporter } } : null,
 	logLevel: config.logLevel,
-	// moleculer waits for ever by default: a call lost with a node or a NATS connection would
-	// hold its HTTP request open.
+	// Fault tolerance, chosen on purpose (README, "Fault tolerance"). moleculer waits for ever by
+	// default: a call lost with a node or a NATS connection would hold its HTTP request open.
 	requestTimeout: config.requestTimeoutMs,
+	// Retries stay off here: only actions that are safe to repeat turn them on (`readOnly`). A
+	// timed-out call is not repeated: its client has waited long enough.
+	retryPolicy: { enabled: false, check: error => Boolean((error as Errors.MoleculerRetryableError).retryable) && error.name !== "RequestTimeoutError" },
+	// A node that stops answering (timeouts, 5xx) is skipped for a while instead of being waited on.
+	circuitBreaker: { enabled: true, threshold: 0.5, minRequestCount: 20, windowTime: 30, halfOpenTime: 5_000 },
+	// Per action and node: a burst queues, and beyond the queue is refused (503) at once.
+	bulkhead: { enabled: true, concurrency: 32, maxQueueSize: 128 },
+	// A node killed without a goodbye is noticed within 4 to 8 s (heartbeats every 1 s).
+	heartbeatInterval: 1,
+	heartbeatTimeout: 4,
+	// Graceful stop: the node first tells the cluster it takes no more calls and waits for that to
+	// spread, then finishes the calls it has (context tracking), then leaves.
+	registry: { stopDelay: 500 },
+	tracking: { enabled: true, shutdownTimeout: config.requestTimeoutMs },
 	middlewares: [
 		startTimeout({
 			timeoutMs: config.startTimeoutMs,
 			transporter: config.transporter && hideCredentials(config.transporter),
 			storage: describeStorage(),
 		}),
+		drainGateway(config.requestTimeoutMs),
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },

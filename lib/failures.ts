@@ -45,7 +45,7 @@ export function toFailure(error: unknown): Failure {
 			return { status: 413, body: { msg: texts.bodyTooLarge } };
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
-		case err.name === "ServiceNotFoundError" || err.name === "ServiceNotAvailableError":
+		case ["ServiceNotFoundError", "ServiceNotAvailableError", "RequestRejectedError", "QueueIsFullError"].includes(String(err.name)):
 			return { status: 503, body: { msg: texts.unavailable } };
 		case err.name === "RequestTimeoutError":
 			return { status: 504, body: { msg: texts.unavailable } };

@@ -54,6 +54,13 @@ export interface DbOptions extends FailureTexts {
 	indexes?: string[];
 }
 
+/**
+ * For actions that only read, so are safe to repeat: a call that failed because its node was
+ * stopping, was cut off or was busy is sent again, to another node when there is one. Writes
+ * never carry it (README, "Fault tolerance").
+ */
+export const readOnly = { retryPolicy: { enabled: true, retries: 2, delay: 100, maxDelay: 400, factor: 2 } };
+
 /** How long a MongoDB operation waits for a reachable server before it fails. */
 const MONGO_SERVER_WAIT_MS = 5000;
 
@@ -104,6 +111,7 @@ export function dbMixin({ collection, indexes = [], notFound, failures }: DbOpti
 		actions: {
 			// The record with that id, or with `mapping`, a map id -> record of those that exist.
 			get: {
+				...readOnly,
 				params: {
 					id: [{ type: "string", empty: false }, { type: "array", items: "string" }],
 					mapping: { type: "boolean", optional: true },
@@ -115,6 +123,7 @@ export function dbMixin({ collection, indexes = [], notFound, failures }: DbOpti
 
 			// How many records the collection holds. For operators (the REPL): not on HTTP.
 			count: {
+				...readOnly,
 				visibility: "public",
 				handler(): Promise<number> {
 					return this.adapter.count({});

@@ -2,7 +2,7 @@ import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/errors";
 import { AUTHOR_SORT_FIELDS, MAX_PAGE_NUMBER, MAX_PAGE_SIZE, effectivePage, sortKeys, type Page } from "../lib/page";
 import { id, text, wholeNumber } from "../lib/params";
-import { dbMixin, type CatalogueSchema } from "../mixins/db.mixin";
+import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
 
@@ -39,6 +39,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 	actions: {
 		// Every author, ordered by id (creation order).
 		list: {
+			...readOnly,
 			handler(ctx: Context): Promise<Author[]> {
 				return this._find(ctx, { sort: sortKeys([{ property: "id" }]) });
 			},
@@ -46,6 +47,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 
 		// One page of authors, sorted as asked (by name when no property is given).
 		page: {
+			...readOnly,
 			params: {
 				$$strict: "remove",
 				pageable: {

@@ -8,7 +8,7 @@ import { newId } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
 import { compileTitleFilter } from "../lib/title-filter";
-import { dbMixin, type CatalogueSchema } from "../mixins/db.mixin";
+import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
 const gameBody = { title: text(200), age: wholeNumber(0, 99), category: reference, author: reference };
@@ -62,6 +62,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// Games whose title matches the `title` pattern and whose category is `idCategory`, ordered
 		// by id, with full category and author records; 400 for a pattern that is not valid.
 		list: {
+			...readOnly,
 			params: { $$strict: "remove", title: filter(MAX_TITLE_FILTER), idCategory: { type: "string", optional: true } },
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
 				const { title = "", idCategory } = ctx.params;
@@ -143,6 +144,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// Games whose category or author no longer exists, each with what is missing. For
 		// operators (the REPL's integrity check): not on HTTP.
 		orphans: {
+			...readOnly,
 			visibility: "public",
 			async handler(ctx: Context): Promise<OrphanGame[]> {
 				const games = await this._find(ctx, { query: published, sort: ["_id"] });

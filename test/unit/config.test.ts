@@ -15,6 +15,7 @@ describe("readConfig", () => {
 			mongoUri: null,
 			startTimeoutMs: 30_000,
 			requestTimeoutMs: 10_000,
+			claimLeaseMs: 20_000,
 			healthPort: null,
 		});
 	});
@@ -46,6 +47,7 @@ describe("readConfig", () => {
 			mongoUri: "mongodb://mongo:27017/catalogue",
 			startTimeoutMs: 5000,
 			requestTimeoutMs: 2000,
+			claimLeaseMs: 4000,
 			healthPort: 3001,
 		});
 	});

@@ -57,6 +57,12 @@ describe("toFailure", () => {
 		expect(toFailure(new Errors.RequestTimeoutError({ action: "authors.get" })).status).toBe(504);
 	});
 
+	test("a node lost in the middle of a call or too busy to queue it answers 503, not its internal message", () => {
+		const unavailable = { status: 503, body: { msg: texts.unavailable } };
+		expect(toFailure(new Errors.RequestRejectedError({ action: "games.create", nodeID: "games-1" }))).toEqual(unavailable);
+		expect(toFailure(new Errors.QueueIsFullError({ action: "games.list", nodeID: "games-1", size: 128, limit: 32 }))).toEqual(unavailable);
+	});
+
 	test("anything else answers 500 without its internal message", () => {
 		expect(toFailure(new TypeError("Cannot read properties of undefined (reading 'x')"))).toEqual({
 			status: 500,

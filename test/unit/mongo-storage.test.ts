@@ -1,5 +1,8 @@
 import path from "node:path";
+import get from "lodash/get";
 import isEqual from "lodash/isEqual";
+import set from "lodash/set";
+import unset from "lodash/unset";
 import { Errors, ServiceBroker, type Service } from "moleculer";
 import { MemoryAdapter } from "moleculer-db";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
@@ -48,17 +51,34 @@ interface MongoAdapter {
 const isOperator = (condition: unknown): condition is Doc =>
 	condition !== null && typeof condition === "object" && Object.keys(condition).some(key => key.startsWith("$"));
 
-/** Equality, `$in` and `$regex`: the only conditions the catalogue sends. Anything else throws. */
+/**
+ * Equality, `$in`, `$regex`, `$exists`, `$lt` and `$or`, on dotted paths: the only conditions the
+ * catalogue sends. Anything else throws.
+ */
 function matches(doc: Doc, query: Doc = {}): boolean {
 	return Object.entries(query).every(([field, condition]) => {
-		const value = doc[field];
+		if (field === "$or") return (condition as Doc[]).some(branch => matches(doc, branch));
+		const value = get(doc, field);
 		if (!isOperator(condition)) return isEqual(condition, value);
 		return Object.entries(condition).every(([operator, argument]) => {
 			if (operator === "$in") return (argument as unknown[]).some(item => isEqual(item, value));
 			if (operator === "$regex") return typeof value === "string" && (argument as RegExp).test(value);
+			if (operator === "$exists") return (value !== undefined) === argument;
+			if (operator === "$lt") return value !== undefined && (value as number) < (argument as number);
 			throw new Error(`the recording collection does not understand ${operator}`);
 		});
 	});
+}
+
+/** `$set` and `$unset` on dotted paths; anything else throws. */
+function apply(doc: Doc, update: Doc): void {
+	for (const [operator, fields] of Object.entries(update)) {
+		if (operator !== "$set" && operator !== "$unset") throw new Error(`the recording collection does not apply ${operator}`);
+		for (const [field, value] of Object.entries(fields as Doc)) {
+			if (operator === "$set") set(doc, field, value);
+			else unset(doc, field);
+		}
+	}
 }
 
 function bySpec(spec: SortSpec) {
@@ -74,8 +94,8 @@ function bySpec(spec: SortSpec) {
 /**
  * A recording test double of the few mongodb Collection methods moleculer-db-adapter-mongo calls:
  * it records each query and its cursor options, and keeps documents in an array so the actions run
- * end to end. It is not a MongoDB emulator: it answers equality, `$in` and `$regex`, `$set` updates
- * and nothing else.
+ * end to end. It is not a MongoDB emulator: it answers the conditions of `matches` and the updates
+ * of `apply`, and nothing else.
  */
 class RecordingCollection {
 	readonly docs: Doc[] = [];
@@ -120,12 +140,26 @@ class RecordingCollection {
 		return { insertedCount: 1, ops: [doc] };
 	}
 
-	async findOneAndUpdate(query: Doc, update: { $set: Doc }) {
+	async findOneAndUpdate(query: Doc, update: Doc) {
 		this.calls.push({ method: "findOneAndUpdate", query, update });
-		if (Object.keys(update).join() !== "$set") throw new Error("the recording collection only applies $set");
 		const doc = this.docs.find(candidate => matches(candidate, query));
-		if (doc) Object.assign(doc, update.$set);
+		if (doc) apply(doc, update);
 		return { value: doc ? structuredClone(doc) : null };
+	}
+
+	async updateMany(query: Doc, update: Doc) {
+		this.calls.push({ method: "updateMany", query, update });
+		const docs = this.docs.filter(doc => matches(doc, query));
+		for (const doc of docs) apply(doc, update);
+		return { modifiedCount: docs.length };
+	}
+
+	async deleteMany(query: Doc) {
+		this.calls.push({ method: "deleteMany", query });
+		const kept = this.docs.filter(doc => !matches(doc, query));
+		const deletedCount = this.docs.length - kept.length;
+		this.docs.splice(0, this.docs.length, ...kept);
+		return { deletedCount };
 	}
 
 	async findOneAndDelete(query: Doc) {
@@ -238,7 +272,7 @@ describe("queries the services send to MongoDB (recording collections, no server
 	test("indexes are created on connect for the fields filtered or sorted on", () => {
 		expect(collection("authors").indexes).toEqual([{ name: 1 }, { nationality: 1 }]);
 		expect(collection("categories").indexes).toEqual([{ name: 1 }]);
-		expect(collection("games").indexes).toEqual([{ category: 1 }, { author: 1 }]);
+		expect(collection("games").indexes).toEqual([{ category: 1 }, { author: 1 }, { draft: 1 }, { "change.category": 1 }, { "change.author": 1 }]);
 	});
 
 	test("created records are stored with their string id as _id and read back by it", async () => {
@@ -276,7 +310,9 @@ describe("queries the services send to MongoDB (recording collections, no server
 		const answer = await api.get(`/game?idCategory=${euro.id}`);
 		expect(answer.body.map((game: { id: string }) => game.id)).toEqual([agricola.id, caverna.id, modern.id]);
 		expect(answer.body[0]).toMatchObject({ category: euro, author: uwe });
-		expect(collection("games").take("find")).toEqual([{ method: "find", query: { category: euro.id }, sort: [["_id", 1]] }]);
+		expect(collection("games").take("find")).toEqual([
+			{ method: "find", query: { draft: { $exists: false }, category: euro.id }, sort: [["_id", 1]] },
+		]);
 		expect(collection("categories").take("find")).toEqual([{ method: "find", query: { _id: { $in: [euro.id] } } }]);
 		const [authors] = collection("authors").take("find");
 		expect((authors.query!._id as { $in: string[] }).$in.sort()).toEqual([uwe.id, reiner.id].sort());
@@ -307,7 +343,7 @@ describe("queries the services send to MongoDB (recording collections, no server
 		]);
 	});
 
-	test("games.countBy counts by category or by author", async () => {
+	test("games.countBy counts games that refer to the category or author now or are being changed to", async () => {
 		const euro = await api.category("Euro");
 		const uwe = await api.author("Uwe Rosenberg");
 		await api.game("Agricola", euro, uwe);
@@ -316,10 +352,36 @@ describe("queries the services send to MongoDB (recording collections, no server
 		await expect(broker.call("games.countBy", { author: "nobody" })).resolves.toBe(0);
 		expect((await api.delete(`/author/${uwe.id}`)).body).toEqual({ msg: texts.authorHasGames });
 		expect(collection("games").take("countDocuments")).toEqual([
-			{ method: "countDocuments", query: { category: euro.id } },
-			{ method: "countDocuments", query: { author: "nobody" } },
-			{ method: "countDocuments", query: { author: uwe.id } },
+			{ method: "countDocuments", query: { $or: [{ category: euro.id }, { "change.category": euro.id }] } },
+			{ method: "countDocuments", query: { $or: [{ author: "nobody" }, { "change.author": "nobody" }] } },
+			{ method: "countDocuments", query: { $or: [{ author: uwe.id }, { "change.author": uwe.id }] } },
 		]);
+	});
+
+	test("a game is inserted as a draft, then published by a conditional update once its references are checked", async () => {
+		const [euro, uwe] = [await api.category("Euro"), await api.author("Uwe Rosenberg")];
+		for (const name of collections.keys()) collection(name).take();
+		const game = await api.game("Agricola", euro, uwe);
+		expect(collection("games").take()).toEqual([
+			{ method: "insertOne" },
+			{ method: "updateMany", query: { _id: game.id, draft: { $exists: true } }, update: { $unset: { draft: true } } },
+		]);
+		expect(collection("authors").take()).toEqual([{ method: "findOne", query: { _id: uwe.id } }]);
+		expect(collection("games").docs).toEqual([{ _id: game.id, title: "Agricola", age: 10, category: euro.id, author: uwe.id }]);
+	});
+
+	test("a delete marks the record, counts its games, then removes it only while it holds the mark", async () => {
+		const uwe = await api.author("Uwe Rosenberg");
+		collection("authors").take();
+		expect((await api.delete(`/author/${uwe.id}`)).status).toBe(200);
+		const [, mark, removal] = collection("authors").take();
+		expect(mark).toEqual({
+			method: "updateMany",
+			query: { _id: uwe.id, deleting: { $exists: false } },
+			update: { $set: { deleting: { token: expect.any(String), at: expect.any(Number) } } },
+		});
+		expect(removal).toEqual({ method: "deleteMany", query: { _id: uwe.id, "deleting.token": (mark.update!.$set as Doc & { deleting: { token: string } }).deleting.token } });
+		expect(collection("authors").docs).toEqual([]);
 	});
 
 	const oddIds: [string, string][] = [
