@@ -50,7 +50,7 @@ export function drain(server: Server, timeoutMs: number): Promise<void> {
 export function drainGateway(timeoutMs: number): Middleware {
 	return {
 		name: "DrainGateway",
-		serviceStarting(service: Service) {
+		async serviceStarting(service: Service) {
 			const { server } = service as unknown as { server?: Server };
 			if (service.name === "api" && server) trackAnswers(server);
 		},

@@ -39,6 +39,10 @@ const ApiService: ServiceSchema<ApiSettingsSchema> = {
 				autoAliases: false,
 				aliases,
 				bodyParsers: { json: { limit: config.bodyLimit, reviver: withoutPrototypeKeys } },
+				// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
+				// tracked, their calls would make the broker wait for them before the gateway even
+				// stops listening.
+				callOptions: { tracking: false },
 			},
 		],
 		// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
