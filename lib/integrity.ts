@@ -20,13 +20,15 @@ export function orphans<T extends References>(
 }
 
 /**
- * The storage query for games that refer to the category and/or author given (each one given
+ * Storage queries for the games that refer to the category and/or author given (each one given
  * must match), counting a change in progress as referring already: until it is committed or
- * dropped, either outcome must stay valid.
+ * dropped, either outcome must stay valid. Two queries that no game matches both, each led by an
+ * indexed field, so that every store can count them from its indexes.
  */
-export function referringTo(references: Partial<References>): Record<string, unknown> {
+export function referringTo(references: Partial<References>): [Record<string, unknown>, Record<string, unknown>] {
 	const given = Object.entries(references).filter(([, id]) => id !== undefined);
-	const current = Object.fromEntries(given);
+	const now = Object.fromEntries(given);
 	const changing = Object.fromEntries(given.map(([field, id]) => [`change.${field}`, id]));
-	return { $or: [current, changing] };
+	const notNow = given.map(([field, id]) => ({ [field]: { $ne: id } }));
+	return [now, { ...changing, $or: notNow }];
 }

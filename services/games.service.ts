@@ -42,7 +42,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	mixins: [
 		dbMixin({
 			collection: "games",
-			indexes: ["category", "author", "draft", "change.category", "change.author"],
+			indexes: ["category", "author", "draft", "change.category", "change.author", "change.at"],
 			notFound: notFound(texts.gameNotFound),
 			failures: {
 				get: texts.fetchGames,
@@ -165,7 +165,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const abandoned = Date.now() - changing.leaseMs;
 				await this.adapter.removeMany({ draft: { $lt: abandoned } });
 				await this.adapter.updateMany({ "change.at": { $lt: abandoned } }, { $unset: { change: true } });
-				return this.adapter.count({ query: referringTo(ctx.params) });
+				const counts = await Promise.all(referringTo(ctx.params).map(query => this.adapter.count({ query })));
+				return counts[0] + counts[1];
 			},
 		},
 	},

@@ -52,7 +52,7 @@ const isOperator = (condition: unknown): condition is Doc =>
 	condition !== null && typeof condition === "object" && Object.keys(condition).some(key => key.startsWith("$"));
 
 /**
- * Equality, `$in`, `$regex`, `$exists`, `$lt` and `$or`, on dotted paths: the only conditions the
+ * Equality, `$in`, `$regex`, `$exists`, `$lt`, `$ne` and `$or`, on dotted paths: the only conditions the
  * catalogue sends. Anything else throws.
  */
 function matches(doc: Doc, query: Doc = {}): boolean {
@@ -65,6 +65,7 @@ function matches(doc: Doc, query: Doc = {}): boolean {
 			if (operator === "$regex") return typeof value === "string" && (argument as RegExp).test(value);
 			if (operator === "$exists") return (value !== undefined) === argument;
 			if (operator === "$lt") return value !== undefined && (value as number) < (argument as number);
+			if (operator === "$ne") return !isEqual(value, argument);
 			throw new Error(`the recording collection does not understand ${operator}`);
 		});
 	});
@@ -272,7 +273,7 @@ describe("queries the services send to MongoDB (recording collections, no server
 	test("indexes are created on connect for the fields filtered or sorted on", () => {
 		expect(collection("authors").indexes).toEqual([{ name: 1 }, { nationality: 1 }]);
 		expect(collection("categories").indexes).toEqual([{ name: 1 }]);
-		expect(collection("games").indexes).toEqual([{ category: 1 }, { author: 1 }, { draft: 1 }, { "change.category": 1 }, { "change.author": 1 }]);
+		expect(collection("games").indexes).toEqual([{ category: 1 }, { author: 1 }, { draft: 1 }, { "change.category": 1 }, { "change.author": 1 }, { "change.at": 1 }]);
 	});
 
 	test("created records are stored with their string id as _id and read back by it", async () => {
@@ -351,10 +352,14 @@ describe("queries the services send to MongoDB (recording collections, no server
 		await expect(broker.call("games.countBy", { category: euro.id })).resolves.toBe(1);
 		await expect(broker.call("games.countBy", { author: "nobody" })).resolves.toBe(0);
 		expect((await api.delete(`/author/${uwe.id}`)).body).toEqual({ msg: texts.authorHasGames });
+		const changingTo = (field: string, id: string) => ({ [`change.${field}`]: id, $or: [{ [field]: { $ne: id } }] });
 		expect(collection("games").take("countDocuments")).toEqual([
-			{ method: "countDocuments", query: { $or: [{ category: euro.id }, { "change.category": euro.id }] } },
-			{ method: "countDocuments", query: { $or: [{ author: "nobody" }, { "change.author": "nobody" }] } },
-			{ method: "countDocuments", query: { $or: [{ author: uwe.id }, { "change.author": uwe.id }] } },
+			{ method: "countDocuments", query: { category: euro.id } },
+			{ method: "countDocuments", query: changingTo("category", euro.id) },
+			{ method: "countDocuments", query: { author: "nobody" } },
+			{ method: "countDocuments", query: changingTo("author", "nobody") },
+			{ method: "countDocuments", query: { author: uwe.id } },
+			{ method: "countDocuments", query: changingTo("author", uwe.id) },
 		]);
 	});
 
