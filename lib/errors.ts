@@ -62,9 +62,16 @@ export interface FailureTexts {
 }
 
 /**
+ * moleculer's errors for a call that never reached its service, or got no answer in time: the
+ * request is not at fault and may be sent again, so they pass on and the gateway answers 503 or
+ * 504 (lib/failures.ts), not a 400 as if the request were wrong.
+ */
+const UNREACHABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "RequestRejectedError", "RequestTimeoutError", "QueueIsFullError"]);
+
+/**
  * Builds a service's error hooks: moleculer-db's EntityNotFoundError becomes the entity's
- * "There is no ... with that Id"; business failures pass; anything else (a storage failure here
- * or in a service called, an unreachable service) becomes the action's documented failure text.
+ * "There is no ... with that Id"; business failures and unreachable services pass; anything else
+ * (a storage failure here or in a service called) becomes the action's documented failure text.
  */
 export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksError {
 	const hooks: ServiceHooksError = {};
@@ -72,6 +79,7 @@ export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksEr
 		hooks[action] = function (this: Service, ctx: Context, err: Error) {
 			if (err.name === "EntityNotFoundError") throw notFound();
 			if (err instanceof Errors.MoleculerClientError && err.type !== STORAGE_FAILURE) throw err;
+			if (UNREACHABLE.has(err.name)) throw err;
 			this.logger.error(`${ctx.action?.name ?? action} failed:`, err.message);
 			throw storageFailure(text);
 		};

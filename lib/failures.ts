@@ -21,6 +21,9 @@ interface ErrorLike {
 	data?: unknown;
 }
 
+/** Errors saying a service could not take the request (moleculer's, and moleculer-web's own). */
+const UNAVAILABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "ServiceUnavailableError", "RequestRejectedError", "QueueIsFullError"]);
+
 function fieldErrors(data: unknown): FieldError[] | undefined {
 	if (!Array.isArray(data)) return undefined;
 	const errors = data
@@ -45,7 +48,7 @@ export function toFailure(error: unknown): Failure {
 			return { status: 413, body: { msg: texts.bodyTooLarge } };
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
-		case ["ServiceNotFoundError", "ServiceNotAvailableError", "RequestRejectedError", "QueueIsFullError"].includes(String(err.name)):
+		case UNAVAILABLE.has(String(err.name)):
 			return { status: 503, body: { msg: texts.unavailable } };
 		case err.name === "RequestTimeoutError":
 			return { status: 504, body: { msg: texts.unavailable } };

@@ -38,9 +38,16 @@ describe("errorHooks", () => {
 	test("a storage failure, here or in a service called, becomes the action's text", () => {
 		expect(thrownBy("list", new Error("EACCES"))).toMatchObject({ message: texts.fetchAuthors, code: 400 });
 		expect(thrownBy("create", storageFailure(texts.fetchCategory))).toMatchObject({ message: texts.createAuthor });
-		expect(thrownBy("list", new Errors.ServiceNotAvailableError({ action: "x" }))).toMatchObject({
-			message: texts.fetchAuthors,
-		});
+	});
+
+	test.each([
+		new Errors.ServiceNotAvailableError({ action: "games.countBy" }),
+		new Errors.ServiceNotFoundError({ action: "games.countBy" }),
+		new Errors.RequestRejectedError({ action: "games.countBy", nodeID: "games-1" }),
+		new Errors.RequestTimeoutError({ action: "games.countBy", nodeID: "games-1" }),
+		new Errors.QueueIsFullError({ action: "games.countBy", nodeID: "games-1", size: 128, limit: 32 }),
+	])("a service called that cannot be reached or does not answer (%s) passes unchanged: not the request's fault", err => {
+		expect(thrownBy("create", err)).toBe(err);
 	});
 });
 

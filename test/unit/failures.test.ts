@@ -63,6 +63,11 @@ describe("toFailure", () => {
 		expect(toFailure(new Errors.QueueIsFullError({ action: "games.list", nodeID: "games-1", size: 128, limit: 32 }))).toEqual(unavailable);
 	});
 
+	test("moleculer-web's own 'service unavailable' (a route whose service was never seen) answers 503", () => {
+		const fromGateway = Object.assign(new Error("Service 'categories.list' is not registered."), { name: "ServiceUnavailableError", code: 503 });
+		expect(toFailure(fromGateway)).toEqual({ status: 503, body: { msg: texts.unavailable } });
+	});
+
 	test("anything else answers 500 without its internal message", () => {
 		expect(toFailure(new TypeError("Cannot read properties of undefined (reading 'x')"))).toEqual({
 			status: 500,
