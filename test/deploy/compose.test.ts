@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
+import { readConfig } from "../../lib/config";
 
 const root = path.resolve(__dirname, "../..");
 const read = (file: string) => readFileSync(path.join(root, file), "utf8");
@@ -16,6 +17,7 @@ interface Service {
 	depends_on?: string[] | Record<string, { condition: string }>;
 	restart?: string;
 	healthcheck?: { test?: string | string[]; disable?: boolean };
+	stop_grace_period?: string;
 }
 interface Compose {
 	services: Record<string, Service>;
@@ -98,6 +100,13 @@ describe("docker-compose.yml", () => {
 		for (const [, service] of nodes) {
 			expect(service.build).toBe(".");
 			expect(service.restart).toBe("unless-stopped");
+		}
+	});
+
+	test("each node has longer than its drain (REQUEST_TIMEOUT, 10 s by default) between SIGTERM and SIGKILL", () => {
+		for (const [, service] of nodes) {
+			const [, seconds] = /^(\d+)s$/.exec(service.stop_grace_period ?? "") ?? [];
+			expect(Number(seconds)).toBeGreaterThan(readConfig({}).requestTimeoutMs / 1000);
 		}
 	});
 
