@@ -1,11 +1,14 @@
 import { Errors, type Middleware, type Service } from "moleculer";
 import brokerOptions from "../../moleculer.config";
 import { drainGateway } from "../../middlewares/drain.middleware";
-import { startCatalogue, stillPending, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, stillPending, type Api, type Catalogue, type Topology } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
-// The fault-tolerance settings of moleculer.config.ts at work, four brokers over NATS: a fault is
-// staged by a middleware, and the gateway's answer is what a client gets. A fault on the caller's
+// The fault-tolerance settings of moleculer.config.ts at work: a fault is staged by a middleware,
+// and the gateway's answer is what a client gets. Retries and the circuit breaker act on calls
+// between nodes, so they run on four brokers over NATS; the bulkhead and the graceful stop act on
+// one node, so they run on one broker, where a busy test machine cannot make a node miss
+// heartbeats and be taken for lost. A fault on the caller's
 // side stands for the network or a lost node (what the caller's retries and circuit breaker see); on
 // the callee's side, for a slow handler (what its bulkhead sees).
 
@@ -49,20 +52,32 @@ class Faults {
 
 const faults = new Faults();
 const lost = (action: string) => new Errors.RequestRejectedError({ action, nodeID: "games" });
+type GameBody = { title: string; age: number; category: { id: string }; author: { id: string } };
 let catalogue: Catalogue;
 let api: Api;
-let game: { title: string; age: number; category: { id: string }; author: { id: string } };
+let game: GameBody;
 
-beforeAll(async () => {
-	catalogue = await startCatalogue([faults.middleware, drainGateway(5000)], "nats");
-	api = catalogue.api;
-	const [category, author] = [await api.category("Euro"), await api.author()];
-	game = { title: "Agricola", age: 12, category: { id: category.id }, author: { id: author.id } };
-});
-afterEach(() => faults.clear());
-afterAll(() => catalogue.stop());
+/** A catalogue of the describe's own, laid out as `topology` says, with a category and an author. */
+function catalogueFor(topology: Topology) {
+	beforeAll(async () => {
+		catalogue = await startCatalogue([faults.middleware, drainGateway(5000)], topology);
+		api = catalogue.api;
+		const [category, author] = [await api.category("Euro"), await api.author()];
+		game = { title: "Agricola", age: 12, category: { id: category.id }, author: { id: author.id } };
+	});
+	afterEach(() => faults.clear());
+	afterAll(() => catalogue.stop());
+}
 
-describe("retries", () => {
+/** A promise that a fault holds calls on, and the function that lets them go. */
+function held(): [Promise<void>, () => void] {
+	let open!: () => void;
+	return [new Promise<void>(resolve => (open = resolve)), () => open()];
+}
+
+describe("retries (four brokers over NATS)", () => {
+	catalogueFor("nats");
+
 	test("a read whose node was lost mid-call is sent again and answers 200", async () => {
 		faults.stage("games.list", attempt => (attempt === 1 ? lost("games.list") : undefined));
 		expect((await api.get("/game")).status).toBe(200);
@@ -82,7 +97,8 @@ describe("retries", () => {
 	});
 });
 
-describe("circuit breaker", () => {
+describe("circuit breaker (four brokers over NATS)", () => {
+	catalogueFor("nats");
 	const { minRequestCount = 20, halfOpenTime = 5000 } = brokerOptions.circuitBreaker ?? {};
 
 	test("after repeated server failures the node is no longer called: 503 at once; it is tried again later", async () => {
@@ -97,32 +113,42 @@ describe("circuit breaker", () => {
 	}, 20_000);
 });
 
-describe("bulkhead", () => {
+describe("bulkhead (one broker)", () => {
+	catalogueFor("one-broker");
 	const { concurrency = 32, maxQueueSize = 128 } = brokerOptions.bulkhead ?? {};
 
 	test("beyond the calls a node runs and queues, a call is refused at once with 503; the others are answered", async () => {
-		let open!: () => void;
-		const opened = new Promise<void>(resolve => (open = resolve));
+		const [opened, open] = held();
 		faults.stage("games.list", () => opened, "callee");
-		const held = Array.from({ length: concurrency + maxQueueSize }, () => api.get("/game"));
-		await waitFor("the games node runs as many calls as it may", async () => faults.reached.get("games.list") === concurrency);
-		expect(await api.get("/game")).toMatchObject({ status: 503, body: { msg: "The service is temporarily unavailable" } });
-		open();
-		expect((await Promise.all(held)).map(answer => answer.status)).toEqual(held.map(() => 200));
-	}, 20_000);
+		try {
+			const waiting = Array.from({ length: concurrency + maxQueueSize }, () => api.get("/game"));
+			await waitFor("the games service runs as many calls as it may", async () => faults.reached.get("games.list") === concurrency);
+			expect(await api.get("/game")).toMatchObject({ status: 503, body: { msg: "The service is temporarily unavailable" } });
+			open();
+			expect((await Promise.all(waiting)).map(answer => answer.status)).toEqual(waiting.map(() => 200));
+		} finally {
+			open();
+		}
+	}, 30_000);
 });
 
-describe("graceful stop of the gateway's node", () => {
+describe("graceful stop of the gateway's node (one broker)", () => {
+	catalogueFor("one-broker");
+
 	test("a request in flight when the node stops is answered 200; a new one is refused at connect", async () => {
-		let open!: () => void;
-		faults.stage("games.create", () => new Promise<void>(resolve => (open = resolve)), "callee");
-		const inFlight = api.put("/game", game);
-		await waitFor("the create reaches games", async () => faults.reached.get("games.create") === 1);
-		const stopping = catalogue.broker.stop();
-		await waitFor("the gateway stops listening", async () => (await api.get("/game").catch(() => "refused")) === "refused");
-		expect(await stillPending(inFlight)).toBe(true);
-		open();
-		expect(await inFlight).toMatchObject({ status: 200, body: { game: { title: "Agricola" } } });
-		await stopping;
-	}, 20_000);
+		const [opened, open] = held();
+		faults.stage("games.create", () => opened, "callee");
+		try {
+			const inFlight = api.put("/game", game);
+			await waitFor("the create reaches games", async () => faults.reached.get("games.create") === 1);
+			const stopping = catalogue.broker.stop();
+			await waitFor("the gateway stops listening", async () => (await api.get("/game").catch(() => "refused")) === "refused");
+			expect(await stillPending(inFlight)).toBe(true);
+			open();
+			expect(await inFlight).toMatchObject({ status: 200, body: { game: { title: "Agricola" } } });
+			await stopping;
+		} finally {
+			open();
+		}
+	}, 30_000);
 });

@@ -171,8 +171,11 @@ describe("graceful shutdown: SIGTERM to the games node under load", () => {
 		await waitFor("game writes succeed again", async () => load.since(restarted).some(o => o.status === 200), nodes(), RECOVER_MS);
 		const outcomes = await load.stop();
 
-		expect(outcomes.filter(o => o.started < sigterm && o.ended > holding).length).toBeGreaterThan(0);
-		expect(outcomes.filter(o => o.started < sigterm && o.status !== 200).map(show)).toEqual([]);
+		// Held by the node when it began to wait: accepted before SIGTERM. (A write sent just before
+		// SIGTERM may reach the cluster after the node said it takes no more: a clean 503, checked next.)
+		const accepted = outcomes.filter(o => o.started < sigterm && o.ended > holding);
+		expect(accepted.length).toBeGreaterThan(0);
+		expect(accepted.filter(o => o.status !== 200).map(show)).toEqual([]);
 		expect(outcomes.filter(o => o.status !== 200 && !unavailableAtOnce(o)).map(show)).toEqual([]);
 		expect(load.since(exited, restarted).filter(o => o.status !== 503).map(show)).toEqual([]);
 		await expectNothingLost(ctx.cluster, outcomes);
