@@ -153,10 +153,13 @@ describe("graceful shutdown: SIGTERM to the games node under load", () => {
 		const authors = ctx.cluster.nodes.get("authors")!.child;
 		// Authors paused: a game write checks its author, so the games node holds its writes in flight.
 		authors.kill("SIGSTOP");
-		const sigterm = Date.now();
-		const stopped = games.stop();
+		let sigterm = 0;
+		let stopped: Promise<number | null> = Promise.resolve(null);
 		let holding = 0;
 		try {
+			await waitFor("the games node holds writes", load.stalled(300), nodes("authors"), 5000);
+			sigterm = Date.now();
+			stopped = games.stop();
 			const waiting = async () => /Waiting for \d+ running context/.test(games.output());
 			await waitFor("the stopping games node waits for the writes it accepted", waiting, nodes(), 5000);
 			holding = Date.now();

@@ -77,6 +77,8 @@ export class Load {
 		this.loops.every((_, writer) => this.since(time).filter(o => o.writer === writer).length >= count);
 	/** How many `write`s got a 200. */
 	succeeded = (write: Write) => this.outcomes.filter(o => o.write === write && o.status === 200).length;
+	/** Whether writes are in flight and none has been answered for `ms`: they are held somewhere. */
+	stalled = (ms: number) => async () => this.inFlight > 0 && Date.now() - Math.max(0, ...this.outcomes.map(o => o.ended)) >= ms;
 
 	async stop(): Promise<Outcome[]> {
 		this.running = false;
