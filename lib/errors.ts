@@ -68,6 +68,9 @@ export interface FailureTexts {
  */
 const UNREACHABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "RequestRejectedError", "RequestTimeoutError", "QueueIsFullError"]);
 
+/** Whether an error (of any shape, possibly rebuilt from another node) is one of those. */
+export const isUnreachable = (name: unknown): boolean => UNREACHABLE.has(String(name));
+
 /**
  * Builds a service's error hooks: moleculer-db's EntityNotFoundError becomes the entity's
  * "There is no ... with that Id"; business failures and unreachable services pass; anything else
@@ -79,7 +82,7 @@ export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksEr
 		hooks[action] = function (this: Service, ctx: Context, err: Error) {
 			if (err.name === "EntityNotFoundError") throw notFound();
 			if (err instanceof Errors.MoleculerClientError && err.type !== STORAGE_FAILURE) throw err;
-			if (UNREACHABLE.has(err.name)) throw err;
+			if (isUnreachable(err.name)) throw err;
 			this.logger.error(`${ctx.action?.name ?? action} failed:`, err.message);
 			throw storageFailure(text);
 		};

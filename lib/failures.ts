@@ -1,4 +1,4 @@
-import { texts } from "./errors";
+import { isUnreachable, texts } from "./errors";
 
 export interface FieldError {
 	field: string;
@@ -20,9 +20,6 @@ interface ErrorLike {
 	type?: unknown;
 	data?: unknown;
 }
-
-/** Errors saying a service could not take the request (moleculer's, and moleculer-web's own). */
-const UNAVAILABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "ServiceUnavailableError", "RequestRejectedError", "QueueIsFullError"]);
 
 function fieldErrors(data: unknown): FieldError[] | undefined {
 	if (!Array.isArray(data)) return undefined;
@@ -48,10 +45,11 @@ export function toFailure(error: unknown): Failure {
 			return { status: 413, body: { msg: texts.bodyTooLarge } };
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
-		case UNAVAILABLE.has(String(err.name)):
-			return { status: 503, body: { msg: texts.unavailable } };
 		case err.name === "RequestTimeoutError":
 			return { status: 504, body: { msg: texts.unavailable } };
+		// moleculer's, and moleculer-web's own for a route whose service it has never seen.
+		case isUnreachable(err.name) || err.name === "ServiceUnavailableError":
+			return { status: 503, body: { msg: texts.unavailable } };
 	}
 	const status = typeof err.code === "number" ? err.code : typeof err.status === "number" ? err.status : 500;
 	if (status >= 400 && status < 500 && typeof err.message === "string" && err.message !== "")

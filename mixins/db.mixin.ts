@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Context, ServiceSchema } from "moleculer";
 import DbService, { MemoryAdapter, type DbServiceSettings } from "moleculer-db";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
+import type { ClaimStore } from "../lib/claims";
 import { config, type CatalogueConfig } from "../lib/config";
 import { errorHooks, type FailureTexts } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -45,6 +46,17 @@ export interface Store<T extends Row = Row> {
 	transformDocuments(ctx: Context, params: FindParams, doc: Record<string, unknown>): Promise<T>;
 	/** Tells moleculer-db (its cache, its hooks) that a record was written outside `_create` and co. */
 	entityChanged(type: "created" | "updated" | "removed", record: T, ctx: Context): Promise<void>;
+}
+
+/**
+ * The service's records as the claims of lib/claims.ts reach them; `visible` is what a record must
+ * match to count as existing (games hide their drafts).
+ */
+export function claimStore(store: Store, visible: Record<string, unknown> = {}): ClaimStore {
+	return {
+		findById: id => store.adapter.findOne({ _id: id, ...visible }),
+		updateMany: (query, update) => store.adapter.updateMany(query, update),
+	};
 }
 
 export interface DbOptions extends FailureTexts {

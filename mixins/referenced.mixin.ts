@@ -1,10 +1,10 @@
 import type { Context } from "moleculer";
-import { claim, release, unclaimed, type ClaimOptions, type ClaimStore } from "../lib/claims";
+import { claim, release, unclaimed, type ClaimOptions } from "../lib/claims";
 import { config } from "../lib/config";
 import { inUse, notFound, type ErrorText } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { id } from "../lib/params";
-import { asMixin, type Row, type Store } from "./db.mixin";
+import { asMixin, claimStore, type Row } from "./db.mixin";
 
 export interface ReferencedOptions {
 	/** The game field that holds this record's id (`author`, `category`). */
@@ -17,11 +17,6 @@ export interface ReferencedOptions {
 
 /** A delete in progress is a claim in the record's `deleting` field. */
 const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
-
-const claims = (store: Store<Row>): ClaimStore => ({
-	findById: id => store.adapter.findById(id),
-	updateMany: (query, update) => store.adapter.updateMany(query, update),
-});
 
 /**
  * For records that games refer to (README, "Integrity under concurrency"): `remove` marks the
@@ -39,7 +34,7 @@ export function referencedByGames({ field, notFound: unknownText, hasGames }: Re
 				async handler(ctx: Context<{ id: string }>): Promise<Record<string, Row>> {
 					const { id } = ctx.params;
 					const token = newId();
-					const record = await claim(claims(this), id, token, deleting);
+					const record = await claim(claimStore(this), id, token, deleting);
 					if (!record) throw unknown();
 					try {
 						const games = await ctx.call<number, Record<string, string>>("games.countBy", { [field]: id });
@@ -47,7 +42,7 @@ export function referencedByGames({ field, notFound: unknownText, hasGames }: Re
 						const removed = await this.adapter.removeMany({ _id: id, "deleting.token": token });
 						if (removed === 0) throw new Error(`the delete of ${field} ${id} outlived its lease`);
 					} catch (err) {
-						await release(claims(this), id, token, deleting);
+						await release(claimStore(this), id, token, deleting);
 						throw err;
 					}
 					const deleted = await this.transformDocuments(ctx, {}, record);
@@ -62,7 +57,7 @@ export function referencedByGames({ field, notFound: unknownText, hasGames }: Re
 				visibility: "public",
 				params: { id },
 				async handler(ctx: Context<{ id: string }>): Promise<true> {
-					if (!(await unclaimed(claims(this), ctx.params.id, deleting))) throw unknown();
+					if (!(await unclaimed(claimStore(this), ctx.params.id, deleting))) throw unknown();
 					return true;
 				},
 			},

@@ -1,14 +1,14 @@
 import uniq from "lodash/uniq";
 import type { Context } from "moleculer";
 import { firstFailure } from "../lib/checks";
-import { claim, release, type ClaimOptions, type ClaimStore } from "../lib/claims";
+import { claim, release, type ClaimOptions } from "../lib/claims";
 import { config } from "../lib/config";
 import { CatalogueError, notFound, texts } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
 import { compileTitleFilter } from "../lib/title-filter";
-import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
+import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
 const gameBody = { title: text(200), age: wholeNumber(0, 99), category: reference, author: reference };
@@ -33,7 +33,6 @@ const published = { draft: { $exists: false } };
 const unknownGame = notFound(texts.gameNotFound);
 
 interface GamesMethods {
-	games(): ClaimStore;
 	checkReferences(ctx: Context, references: References): Promise<void>;
 }
 
@@ -111,16 +110,17 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const { id, title, age } = ctx.params;
 				const references = { category: ctx.params.category.id, author: ctx.params.author.id };
 				const token = newId();
-				if (!(await claim(this.games(), id, token, changing, references))) throw unknownGame();
+				const games = claimStore(this, published);
+				if (!(await claim(games, id, token, changing, references))) throw unknownGame();
 				try {
 					await this.checkReferences(ctx, references);
 					const update = { $set: { title, age, ...references }, $unset: { change: true } };
 					if ((await this.adapter.updateMany({ _id: id, "change.token": token }, update)) === 0) {
-						if (!(await this.games().findById(id))) throw unknownGame();
+						if (!(await games.findById(id))) throw unknownGame();
 						throw new Error(`the change of game ${id} outlived its lease`);
 					}
 				} catch (err) {
-					await release(this.games(), id, token, changing);
+					await release(games, id, token, changing);
 					throw err;
 				}
 				await this.entityChanged("updated", { id, title, age, ...references }, ctx);
@@ -133,8 +133,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			params: { id },
 			async handler(ctx: Context<{ id: string }>): Promise<{ game: Game }> {
 				const { id } = ctx.params;
-				const stored = await this.games().findById(id);
-				if (!stored || (await this.adapter.removeMany({ _id: id, draft: { $exists: false } })) === 0) throw unknownGame();
+				const stored = await this.adapter.findOne({ _id: id, ...published });
+				if (!stored || (await this.adapter.removeMany({ _id: id, ...published })) === 0) throw unknownGame();
 				const game = await this.transformDocuments(ctx, {}, stored);
 				await this.entityChanged("removed", game, ctx);
 				return { game };
@@ -171,14 +171,6 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		},
 	},
 	methods: {
-		/** Stored games as claims see them: a draft does not exist yet. */
-		games(): ClaimStore {
-			return {
-				findById: id => this.adapter.findOne({ _id: id, ...published }),
-				updateMany: (query, update) => this.adapter.updateMany(query, update),
-			};
-		},
-
 		/** Resolves when the category and the author exist and are not being deleted. */
 		async checkReferences(ctx: Context, { category, author }: References): Promise<void> {
 			await firstFailure([ctx.call("categories.referable", { id: category }), ctx.call("authors.referable", { id: author })]);
