@@ -31,6 +31,17 @@ export interface CatalogueConfig {
 	claimLeaseMs: number;
 	/** Port of the node's readiness probe (`HEALTH_PORT`); none when unset. */
 	healthPort: number | null;
+	/** Origins whose front ends may call the gateway from a browser (`CORS_ORIGINS`, comma-separated; `*` any); none when unset. */
+	corsOrigins: string[];
+	/** Requests a client address may send per window (`RATE_LIMIT`, `RATE_LIMIT_WINDOW` seconds, default 60); off when unset or 0. */
+	rateLimit: RateLimit | null;
+	/** The bearer token writes need (`API_TOKEN`); writes are open when unset. Never put into service settings. */
+	apiToken: string | null;
+}
+
+export interface RateLimit {
+	limit: number;
+	windowMs: number;
 }
 
 export const SERVICE_NAMES = ["api", "authors", "categories", "games"] as const;
@@ -64,6 +75,29 @@ function mongoUri(value: string | undefined): string | null {
 	return value;
 }
 
+/** `*`, or origins such as `https://app.example.com` (moleculer-web also takes `*` inside one). */
+function corsOrigins(value: string | undefined): string[] {
+	const origins = (value ?? "").split(",").map(origin => origin.trim()).filter(Boolean);
+	for (const origin of origins)
+		if (origin !== "*" && !/^https?:\/\/[^/?#\s]+$/.test(origin))
+			throw new ConfigError(`CORS_ORIGINS must list origins such as https://app.example.com, or *; got "${origin}"`);
+	return origins;
+}
+
+function rateLimit(limit: string | undefined, window: string | undefined): RateLimit | null {
+	const requests = wholeNumber("RATE_LIMIT", limit || "0", 0, 1_000_000);
+	const windowMs = wholeNumber("RATE_LIMIT_WINDOW", window || "60", 1, 86_400) * 1000;
+	return requests === 0 ? null : { limit: requests, windowMs };
+}
+
+/** Long enough not to be guessed within any rate limit, and sendable in a header as it is. */
+function apiToken(value: string | undefined): string | null {
+	if (!value) return null;
+	if (!/^[\x21-\x7e]{16,}$/.test(value))
+		throw new ConfigError("API_TOKEN must be at least 16 printable ASCII characters without spaces");
+	return value;
+}
+
 export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfig {
 	const requestTimeoutMs = wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000;
 	return {
@@ -80,6 +114,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		requestTimeoutMs,
 		claimLeaseMs: 2 * requestTimeoutMs,
 		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
+		corsOrigins: corsOrigins(env.CORS_ORIGINS),
+		rateLimit: rateLimit(env.RATE_LIMIT, env.RATE_LIMIT_WINDOW),
+		apiToken: apiToken(env.API_TOKEN),
 	};
 }
 

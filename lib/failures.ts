@@ -9,7 +9,13 @@ export interface FieldError {
 export interface Failure {
 	status: number;
 	body: { msg: string; errors?: FieldError[] };
+	/** Headers the status calls for, beyond Content-Type. */
+	headers?: Record<string, string>;
 }
+
+/** RFC 6750: what a client refused for want of the API token is told to send. */
+const bearerChallenge = (type: unknown) =>
+	`Bearer realm="game-catalogue"${type === "INVALID_TOKEN" ? ', error="invalid_token"' : ""}`;
 
 /** What an error carries that decides its answer; it may have crossed the broker as plain data. */
 interface ErrorLike {
@@ -43,6 +49,13 @@ export function toFailure(error: unknown): Failure {
 			return { status: 400, body: { msg: texts.malformedJson } };
 		case err.type === "entity.too.large":
 			return { status: 413, body: { msg: texts.bodyTooLarge } };
+		// moleculer-web's, for the route's rate limit and for an origin CORS_ORIGINS does not list.
+		case err.name === "RateLimitExceeded":
+			return { status: 429, body: { msg: texts.tooManyRequests } };
+		case err.name === "ForbiddenError" && err.type === "ORIGIN_NOT_ALLOWED":
+			return { status: 403, body: { msg: texts.originNotAllowed } };
+		case err.code === 401:
+			return { status: 401, body: { msg: texts.tokenRequired }, headers: { "WWW-Authenticate": bearerChallenge(err.type) } };
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
 		case err.name === "RequestTimeoutError":

@@ -1,8 +1,31 @@
 /**
- * JSON.parse reviver for request bodies: drops `__proto__` keys, which would otherwise replace
- * the prototype of the params object the gateway merges the body into, and so supply fields the
- * body does not really carry.
+ * Checks on a parsed JSON body. Both walk with a stack of their own rather than recursing, since
+ * the body may be nested as deep as its size allows (JSON.parse itself does not recurse; its
+ * reviver would).
  */
-export function withoutPrototypeKeys(key: string, value: unknown): unknown {
-	return key === "__proto__" ? undefined : value;
+
+/** Arrays and objects `value` holds, each with its depth (`{}` alone is depth 1). */
+function* containers(value: unknown): Generator<[object, number]> {
+	const pending: [unknown, number][] = [[value, 1]];
+	while (pending.length > 0) {
+		const [item, depth] = pending.pop()!;
+		if (item === null || typeof item !== "object") continue;
+		yield [item, depth];
+		for (const child of Object.values(item)) pending.push([child, depth + 1]);
+	}
+}
+
+/** Whether arrays or objects are nested more than `max` deep in `value` (a scalar is depth 0). */
+export function isNestedDeeperThan(value: unknown, max: number): boolean {
+	for (const [, depth] of containers(value)) if (depth > max) return true;
+	return false;
+}
+
+/**
+ * Removes every `__proto__` key. JSON.parse makes it an own property, but copying the body into
+ * the params object (Object.assign, as the gateway does) would set that object's prototype
+ * instead, and so supply fields the body does not really carry.
+ */
+export function dropPrototypeKeys(value: unknown): void {
+	for (const [item] of containers(value)) if (Object.hasOwn(item, "__proto__")) delete (item as Record<string, unknown>)["__proto__"];
 }

@@ -3,12 +3,21 @@
  * the decisions: names and titles up to 200 characters, nationality and category name up to 100.
  */
 
+import { texts } from "./errors";
+
 type ValidationErrors = { type: string; actual?: unknown; expected?: unknown }[];
 
 const NUMERIC_TEXT = /^-?\d+(\.\d+)?$/;
 
-/** A required text: trimmed, non-empty after trimming, at most `max` characters. */
-export const text = (max: number) => ({ type: "string", trim: true, empty: false, max }) as const;
+/** No control character (C0, DEL, C1) and no lone surrogate, which is not Unicode text at all. */
+const PRINTABLE = /^[^\p{Cc}\p{Cs}]*$/u;
+
+/**
+ * A required text: trimmed, non-empty after trimming, at most `max` characters, printable (a name
+ * with a NUL, a newline or half a surrogate pair is refused rather than stored).
+ */
+export const text = (max: number) =>
+	({ type: "string", trim: true, empty: false, max, pattern: PRINTABLE, messages: { stringPattern: texts.unprintableText } }) as const;
 
 /** An optional text filter (query string). */
 export const filter = (max: number) => ({ type: "string", optional: true, max }) as const;

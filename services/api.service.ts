@@ -1,9 +1,10 @@
-import type { ServerResponse } from "node:http";
-import type { Service, ServiceSchema } from "moleculer";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { Errors, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
-import { config } from "../lib/config";
+import { config, type CatalogueConfig } from "../lib/config";
+import { texts } from "../lib/errors";
 import { toFailure } from "../lib/failures";
-import { withoutPrototypeKeys } from "../lib/json";
+import { answerClientError, carriesToken, checkJsonBody, limitUrlLength, refuseOptions, securityHeaders } from "../lib/http-guards";
 
 /** The whole HTTP surface: only these paths reach the services. */
 const aliases = {
@@ -27,33 +28,94 @@ const aliases = {
 	"DELETE /game/:id": "games.remove",
 };
 
-const ApiService: ServiceSchema<ApiSettingsSchema> = {
-	name: "api",
-	mixins: [ApiGateway],
-	settings: {
-		port: config.port,
-		routes: [
-			{
-				path: "/",
-				mappingPolicy: "restrict",
-				autoAliases: false,
-				aliases,
-				bodyParsers: { json: { limit: config.bodyLimit, reviver: withoutPrototypeKeys } },
-				// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
-				// tracked, their calls would make the broker wait for them before the gateway even
-				// stops listening.
-				callOptions: { tracking: false },
-			},
-		],
-		// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
-		onError(this: Service, _req: unknown, res: ServerResponse, err: Error) {
-			const { status, body } = toFailure(err);
-			if (status >= 500) this.logger.error("Request failed:", err);
-			res.setHeader("Content-Type", "application/json; charset=utf-8");
-			res.writeHead(status);
-			res.end(JSON.stringify(body));
-		},
-	},
-};
+/** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
+const WRITES = new Set(["PUT", "DELETE"]);
 
-export default ApiService;
+/** How long a request may take to arrive, headers and body; then 408 (lib/http-guards.ts). */
+export const REQUEST_ARRIVAL_MS = 30_000;
+
+/** What the gateway is built from: lib/config.ts, or a test's own values. */
+export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken">;
+
+/** Allowed origins compared whole: moleculer-web's own check of a listed origin accepts any part of it. */
+function corsPolicy(origins: string[]) {
+	if (origins.length === 0) return undefined;
+	return {
+		origin: origins.includes("*") ? "*" : (origin: string) => origins.includes(origin),
+		methods: ["GET", "PUT", "POST", "DELETE"],
+		allowedHeaders: ["Content-Type", "Authorization"],
+		exposedHeaders: ["Retry-After", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
+		maxAge: 600,
+	};
+}
+
+/** Seconds until the route's rate-limit window starts again (moleculer-web's store resets them all at once). */
+function retryAfter(req: IncomingMessage): string {
+	const { $route } = req as { $route?: { rateLimit?: { store?: { resetTime?: number } } } };
+	const resetTime = $route?.rateLimit?.store?.resetTime ?? Date.now();
+	return String(Math.max(1, Math.ceil((resetTime - Date.now()) / 1000)));
+}
+
+/** The gateway, with `options.apiToken` kept in this closure: settings travel to every node. */
+export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
+	const { apiToken, rateLimit } = options;
+	const cors = corsPolicy(options.corsOrigins);
+	return {
+		name: "api",
+		mixins: [ApiGateway],
+		settings: {
+			port: options.port,
+			// The whole request must arrive within this (Node's default is 5 minutes): a client
+			// trickling bytes holds a connection for no longer.
+			requestTimeout: REQUEST_ARRIVAL_MS,
+			routes: [
+				{
+					path: "/",
+					mappingPolicy: "restrict",
+					autoAliases: false,
+					aliases,
+					bodyParsers: { json: { limit: options.bodyLimit } },
+					use: [limitUrlLength, checkJsonBody, ...(cors ? [] : [refuseOptions])],
+					cors,
+					// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
+					rateLimit: rateLimit
+						? { window: rateLimit.windowMs, limit: rateLimit.limit, headers: true, key: (req: IncomingMessage) => req.socket.remoteAddress ?? "" }
+						: undefined,
+					authorization: apiToken !== null,
+					// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
+					// tracked, their calls would make the broker wait for them before the gateway even
+					// stops listening.
+					callOptions: { tracking: false },
+				},
+			],
+			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
+			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
+				const { status, body, headers } = toFailure(err);
+				if (status >= 500) this.logger.error("Request failed:", err);
+				if (status === 429) res.setHeader("Retry-After", retryAfter(req));
+				for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
+				res.setHeader("Content-Type", "application/json; charset=utf-8");
+				res.writeHead(status);
+				res.end(JSON.stringify(body));
+			},
+		},
+		methods: {
+			// Resolves for a read, or a write that carries the API token; otherwise throws 401. The alias,
+			// not the request, says which: an OPTIONS request is resolved as the method it names.
+			authorize(_ctx: unknown, _route: unknown, req: IncomingMessage, _res: unknown, alias: { method: string }) {
+				if (apiToken !== null && WRITES.has(alias.method) && !carriesToken(req.headers.authorization, apiToken)) {
+					const type = req.headers.authorization ? "INVALID_TOKEN" : "NO_TOKEN";
+					throw new Errors.MoleculerClientError(texts.tokenRequired, 401, type);
+				}
+			},
+		},
+		created() {
+			const server = this.server as Server;
+			// Ahead of moleculer-web's own handler, so every answer carries the headers, 404s included.
+			server.prependListener("request", (req, res) => securityHeaders(req, res, () => undefined));
+			server.on("clientError", answerClientError);
+		},
+	};
+}
+
+export default apiService();

@@ -56,7 +56,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 					props: {
 						pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
 						pageSize: wholeNumber(0, MAX_PAGE_SIZE),
-						sort: [{ ...sortOrder, optional: true }, { type: "array", items: sortOrder, optional: true }],
+						sort: [{ ...sortOrder, optional: true }, { type: "array", items: sortOrder, max: AUTHOR_SORT_FIELDS.length, optional: true }],
 					},
 				},
 			},

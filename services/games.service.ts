@@ -59,17 +59,15 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	},
 	actions: {
 		// Games whose title matches the `title` pattern and whose category is `idCategory`, ordered
-		// by id, with full category and author records; 400 for a pattern that is not valid.
+		// by id, with full category and author records; 400 for a pattern that is not valid or too complex.
 		list: {
 			...readOnly,
 			params: { $$strict: "remove", title: filter(MAX_TITLE_FILTER), idCategory: { type: "string", optional: true } },
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
 				const { title = "", idCategory } = ctx.params;
 				const matches = compileTitleFilter(title);
-				if (!matches) {
-					throw new CatalogueError(texts.fetchGames, "INVALID_PATTERN", [
-						{ field: "title", message: texts.invalidTitlePattern, type: "pattern" },
-					]);
+				if (typeof matches !== "function") {
+					throw new CatalogueError(texts.fetchGames, "INVALID_PATTERN", [{ field: "title", message: matches.refused, type: "pattern" }]);
 				}
 				const query = idCategory ? { ...published, category: idCategory } : published;
 				const games = await this.adapter.find({ query, sort: ["_id"] });

@@ -26,7 +26,7 @@ const countCalls: Middleware = {
 const titles = (list: Game[]) => list.map(game => game.title);
 
 beforeAll(async () => {
-	catalogue = await startCatalogue([countCalls]);
+	catalogue = await startCatalogue({ middlewares: [countCalls] });
 	api = catalogue.api;
 	strategy = await api.category("Strategy");
 	family = await api.category("Family");

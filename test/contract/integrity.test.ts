@@ -43,7 +43,7 @@ let catalogue: Catalogue;
 let api: Api;
 
 beforeAll(async () => {
-	catalogue = await startCatalogue([gate.middleware]);
+	catalogue = await startCatalogue({ middlewares: [gate.middleware] });
 	api = catalogue.api;
 });
 afterAll(() => catalogue.stop());

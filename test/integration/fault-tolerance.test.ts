@@ -60,7 +60,7 @@ let game: GameBody;
 /** A catalogue of the describe's own, laid out as `topology` says, with a category and an author. */
 function catalogueFor(topology: Topology) {
 	beforeAll(async () => {
-		catalogue = await startCatalogue([faults.middleware, drainGateway(5000)], topology);
+		catalogue = await startCatalogue({ middlewares: [faults.middleware, drainGateway(5000)], topology });
 		api = catalogue.api;
 		const [category, author] = [await api.category("Euro"), await api.author()];
 		game = { title: "Agricola", age: 12, category: { id: category.id }, author: { id: author.id } };

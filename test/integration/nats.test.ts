@@ -7,7 +7,7 @@ import { waitFor } from "../support/process";
 let catalogue: Catalogue;
 
 beforeAll(async () => {
-	catalogue = await startCatalogue([], "nats");
+	catalogue = await startCatalogue({ topology: "nats" });
 });
 afterAll(() => catalogue?.stop());
 

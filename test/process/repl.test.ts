@@ -8,7 +8,7 @@ describe("npm run repl: a REPL node that joins a running cluster over NATS", () 
 	let orphan: { id: string; author: string };
 
 	beforeAll(async () => {
-		catalogue = await startCatalogue([], "nats");
+		catalogue = await startCatalogue({ topology: "nats" });
 		const { api } = catalogue;
 		const category = await api.category("Euro");
 		const kept = await api.author("Kept", "German");

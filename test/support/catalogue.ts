@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { ServiceBroker, type BrokerOptions, type Middleware } from "moleculer";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
-import { SERVICE_NAMES, type ServiceName } from "../../lib/config";
+import { config, SERVICE_NAMES, type ServiceName } from "../../lib/config";
 import brokerOptions from "../../moleculer.config";
 import { describeStorage } from "../../mixins/db.mixin";
-import ApiService from "../../services/api.service";
+import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
 import GamesService from "../../services/games.service";
@@ -43,10 +43,10 @@ export interface Answer<T = any> {
 export class Api {
 	constructor(readonly url: string) {}
 
-	async send<T = any>(method: string, path: string, body?: unknown, raw?: string): Promise<Answer<T>> {
+	async send<T = any>(method: string, path: string, body?: unknown, raw?: string, headers: Record<string, string> = {}): Promise<Answer<T>> {
 		const response = await fetch(this.url + path, {
 			method,
-			headers: body !== undefined || raw !== undefined ? { "Content-Type": "application/json" } : {},
+			headers: body !== undefined || raw !== undefined ? { "Content-Type": "application/json", ...headers } : headers,
 			body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
 		});
 		const text = await response.text();
@@ -72,7 +72,7 @@ export class Api {
 }
 
 const SCHEMAS = {
-	api: ApiService,
+	api: apiService(),
 	authors: AuthorsService,
 	categories: CategoriesService,
 	games: GamesService,
@@ -89,16 +89,25 @@ export function projectTopology(): Topology {
 	return topology as Topology;
 }
 
+export interface CatalogueOptions {
+	/** Broker middlewares of every node. */
+	middlewares?: Middleware[];
+	/** The layout; by default the Jest project's. */
+	topology?: Topology;
+	/** Gateway settings other than the configuration's (CORS, rate limit, API token, ...). */
+	settings?: Partial<GatewayOptions>;
+}
+
 /**
  * The four services with the storage of the environment (memory, or MongoDB in that project), laid
  * out as `topology` says, the gateway on a free port; resolves once the gateway reaches every service.
  */
-export async function startCatalogue(middlewares: Middleware[] = [], topology = projectTopology()): Promise<Catalogue> {
+export async function startCatalogue({ middlewares = [], topology = projectTopology(), settings }: CatalogueOptions = {}): Promise<Catalogue> {
 	const nats = topology === "nats" ? await startNats() : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
 		const created = new ServiceBroker({ ...brokerOptions, ...options, logger: false, middlewares });
-		for (const name of services) created.createService(SCHEMAS[name]);
+		for (const name of services) created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};
 	const brokers = nats

@@ -17,6 +17,9 @@ describe("readConfig", () => {
 			requestTimeoutMs: 10_000,
 			claimLeaseMs: 20_000,
 			healthPort: null,
+			corsOrigins: [],
+			rateLimit: null,
+			apiToken: null,
 		});
 	});
 
@@ -34,6 +37,10 @@ describe("readConfig", () => {
 			START_TIMEOUT: "5",
 			REQUEST_TIMEOUT: "2",
 			HEALTH_PORT: "3001",
+			CORS_ORIGINS: "https://app.example.com, http://localhost:5173",
+			RATE_LIMIT: "100",
+			RATE_LIMIT_WINDOW: "10",
+			API_TOKEN: "0123456789abcdef-token",
 		});
 		expect(config).toEqual({
 			port: 8080,
@@ -49,7 +56,16 @@ describe("readConfig", () => {
 			requestTimeoutMs: 2000,
 			claimLeaseMs: 4000,
 			healthPort: 3001,
+			corsOrigins: ["https://app.example.com", "http://localhost:5173"],
+			rateLimit: { limit: 100, windowMs: 10_000 },
+			apiToken: "0123456789abcdef-token",
 		});
+	});
+
+	test("RATE_LIMIT 0 is off, and CORS_ORIGINS may be *", () => {
+		expect(readConfig({ RATE_LIMIT: "0" }).rateLimit).toBeNull();
+		expect(readConfig({ RATE_LIMIT: "5" }).rateLimit).toEqual({ limit: 5, windowMs: 60_000 });
+		expect(readConfig({ CORS_ORIGINS: "*" }).corsOrigins).toEqual(["*"]);
 	});
 
 	test.each([
@@ -64,6 +80,12 @@ describe("readConfig", () => {
 		[{ START_TIMEOUT: "soon" }, /START_TIMEOUT/],
 		[{ HEALTH_PORT: "none" }, /HEALTH_PORT/],
 		[{ REQUEST_TIMEOUT: "-1" }, /REQUEST_TIMEOUT/],
+		[{ CORS_ORIGINS: "app.example.com" }, /CORS_ORIGINS must list origins such as https:\/\/app.example.com, or \*; got "app.example.com"/],
+		[{ CORS_ORIGINS: "https://app.example.com/path" }, /CORS_ORIGINS/],
+		[{ RATE_LIMIT: "lots" }, /RATE_LIMIT/],
+		[{ RATE_LIMIT: "10", RATE_LIMIT_WINDOW: "0" }, /RATE_LIMIT_WINDOW/],
+		[{ API_TOKEN: "short" }, /API_TOKEN must be at least 16 printable ASCII characters/],
+		[{ API_TOKEN: "a token with spaces in it" }, /API_TOKEN/],
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);

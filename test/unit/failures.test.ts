@@ -68,6 +68,25 @@ describe("toFailure", () => {
 		expect(toFailure(fromGateway)).toEqual({ status: 503, body: { msg: texts.unavailable } });
 	});
 
+	test("moleculer-web's rate limit answers 429 and a refused origin 403, each with the catalogue's text", () => {
+		expect(toFailure(new ApiGateway.Errors.RateLimitExceeded("RATE_LIMIT_EXCEEDED"))).toEqual({ status: 429, body: { msg: texts.tooManyRequests } });
+		expect(toFailure(new ApiGateway.Errors.ForbiddenError("ORIGIN_NOT_ALLOWED"))).toEqual({ status: 403, body: { msg: texts.originNotAllowed } });
+	});
+
+	test("a write without the API token answers 401 with a Bearer challenge; a wrong token is named invalid", () => {
+		const refused = (type: string) => toFailure(new Errors.MoleculerClientError(texts.tokenRequired, 401, type));
+		expect(refused("NO_TOKEN")).toEqual({
+			status: 401,
+			body: { msg: texts.tokenRequired },
+			headers: { "WWW-Authenticate": 'Bearer realm="game-catalogue"' },
+		});
+		expect(refused("INVALID_TOKEN").headers).toEqual({ "WWW-Authenticate": 'Bearer realm="game-catalogue", error="invalid_token"' });
+	});
+
+	test("a refused request keeps its 4xx status and text", () => {
+		expect(toFailure(new Errors.MoleculerClientError(texts.urlTooLong, 414, "URL_TOO_LONG"))).toEqual({ status: 414, body: { msg: texts.urlTooLong } });
+	});
+
 	test("anything else answers 500 without its internal message", () => {
 		expect(toFailure(new TypeError("Cannot read properties of undefined (reading 'x')"))).toEqual({
 			status: 500,

@@ -50,6 +50,28 @@ describe("text", () => {
 		expect(check(text(5), "   ").result).toEqual([expect.objectContaining({ type: "stringEmpty" })]);
 		expect(check(text(5), "abcdef").result).toEqual([expect.objectContaining({ type: "stringMax" })]);
 	});
+
+	test.each(["Zoë Ødegård", "王小明", "😀 family 👨‍👩‍👧", "שלום", "e\u0301", "zero\u200bwidth"])("accepts the Unicode text %p", name => {
+		expect(check(text(200), name)).toEqual({ result: true, value: name });
+	});
+
+	test.each([
+		["a NUL", "A\u0000n"],
+		["a newline inside", "A\nB"],
+		["a tab inside", "A\tB"],
+		["DEL", "A\u007f"],
+		["a C1 control", "A\u0085"],
+		["a lone high surrogate", "A\ud800"],
+		["a lone low surrogate", "\udc00A"],
+	])("refuses %s, naming the field", (_case, name) => {
+		expect(check(text(200), name).result).toEqual([
+			expect.objectContaining({
+				type: "stringPattern",
+				field: "value",
+				message: "The 'value' field must not contain control characters or invalid Unicode.",
+			}),
+		]);
+	});
 });
 
 describe("reference", () => {

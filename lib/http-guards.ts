@@ -1,0 +1,84 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { Errors } from "moleculer";
+import helmet from "helmet";
+import { texts } from "./errors";
+import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
+
+/** Connect-style middleware, as moleculer-web runs them in a route's `use`. */
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+/** The longest URL served: room for a 200-character title filter of 4-byte characters, percent-encoded, and an id. */
+export const MAX_URL_LENGTH = 4096;
+
+/** The deepest JSON body accepted; the deepest the catalogue reads is 4 (`pageable.sort[0].property`). */
+export const MAX_JSON_DEPTH = 32;
+
+/** A refused request: a 4xx whose message the gateway sends as `msg` (lib/failures.ts). */
+const refused = (status: number, text: string, type: string) => new Errors.MoleculerClientError(text, status, type);
+
+/** 414 for a URL longer than MAX_URL_LENGTH, before anything reads it. */
+export const limitUrlLength: Middleware = (req, _res, next) =>
+	next((req.url ?? "").length > MAX_URL_LENGTH ? refused(414, texts.urlTooLong, "URL_TOO_LONG") : undefined);
+
+/**
+ * 400 for a parsed body nested deeper than MAX_JSON_DEPTH (passing it between nodes would recurse
+ * that deep); otherwise drops its `__proto__` keys before the gateway copies it into the params.
+ */
+export const checkJsonBody: Middleware = (req, _res, next) => {
+	const { body } = req as { body?: unknown };
+	if (isNestedDeeperThan(body, MAX_JSON_DEPTH)) return next(refused(400, texts.bodyTooDeep, "BODY_TOO_DEEP"));
+	dropPrototypeKeys(body);
+	next();
+};
+
+/**
+ * 404 for OPTIONS while CORS is off. moleculer-web resolves an OPTIONS request as the method its
+ * Access-Control-Request-Method names and, unless CORS answers it as a preflight, runs that
+ * action: an OPTIONS naming PUT would create a record. With CORS on, every such request is
+ * answered as a preflight and runs nothing.
+ */
+export const refuseOptions: Middleware = (req, _res, next) =>
+	next(req.method === "OPTIONS" ? new Errors.MoleculerClientError(texts.notFound, 404, "NOT_FOUND") : undefined);
+
+/**
+ * Security headers for a JSON API (helmet): nothing in an answer may run, load or be framed, and
+ * browsers must not sniff it as another type. HSTS is left to whatever terminates TLS.
+ */
+export const securityHeaders: Middleware = helmet({
+	contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+	frameguard: { action: "deny" },
+	strictTransportSecurity: false,
+});
+
+/**
+ * The raw answer to a request Node could not parse as HTTP (the `clientError` event): JSON with a
+ * `msg` like every other failure, instead of Node's bare status line.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+	if (err.code === "ECONNRESET" || !socket.writable) {
+		socket.destroy();
+		return;
+	}
+	const [status, reason, text] =
+		err.code === "HPE_HEADER_OVERFLOW" ? [431, "Request Header Fields Too Large", texts.headersTooLarge]
+		: err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "Request Timeout", texts.requestTooSlow]
+		: [400, "Bad Request", texts.malformedRequest];
+	const body = JSON.stringify({ msg: text });
+	socket.end(
+		`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+			`Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+	);
+}
+
+const digest = (text: string) => createHash("sha256").update(text).digest();
+
+/**
+ * Whether an Authorization header carries `Bearer <token>`; compared in constant time (on digests,
+ * so a wrong length does not show either).
+ */
+export function carriesToken(authorization: string | undefined, token: string): boolean {
+	const match = /^Bearer +(\S+) *$/i.exec(authorization ?? "");
+	return match !== null && timingSafeEqual(digest(match[1]), digest(token));
+}

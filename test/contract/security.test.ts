@@ -1,0 +1,305 @@
+import type { Server } from "node:http";
+import { connect } from "node:net";
+import type { Middleware } from "moleculer";
+import { REQUEST_ARRIVAL_MS } from "../../services/api.service";
+import { localService, startCatalogue, type Answer, type Api, type Catalogue, type CatalogueOptions } from "../support/catalogue";
+
+/** A catalogue for one describe block, started with its own gateway settings. */
+function catalogueWith(options: CatalogueOptions = {}): { api(): Api; catalogue(): Catalogue } {
+	let catalogue: Catalogue;
+	beforeAll(async () => {
+		catalogue = await startCatalogue(options);
+	});
+	afterAll(() => catalogue.stop());
+	return { api: () => catalogue.api, catalogue: () => catalogue };
+}
+
+/** Every failure: JSON whose msg is `msg`, with nothing internal in it. */
+function expectFailure(answer: Answer, status: number, msg: string) {
+	expect({ status: answer.status, body: answer.body }).toEqual({ status, body: { msg } });
+	expect(answer.headers.get("content-type")).toMatch(/^application\/json/);
+}
+
+/** Sends raw bytes to the gateway and resolves with everything it answers before closing. */
+function rawRequest(api: Api, bytes: string): Promise<string> {
+	const { hostname, port } = new URL(api.url);
+	return new Promise((resolve, reject) => {
+		const socket = connect(Number(port), hostname, () => socket.end(bytes));
+		let answer = "";
+		socket.setEncoding("utf8");
+		socket.on("data", chunk => (answer += chunk));
+		socket.on("end", () => resolve(answer));
+		socket.on("error", reject);
+	});
+}
+
+/** Status line and JSON body of a raw HTTP answer. */
+function parseRaw(answer: string): { status: number; body: unknown; head: string } {
+	const [head, body] = answer.split("\r\n\r\n");
+	return { status: Number(head.split(" ")[1]), body: JSON.parse(body), head };
+}
+
+/** Nested arrays `depth` deep around a string: `[["x"]]` is depth 2. */
+const nested = (depth: number) => "[".repeat(depth) + '"x"' + "]".repeat(depth);
+
+const TOKEN = "test-token-0123456789abcdef";
+
+describe("limits and headers (default settings)", () => {
+	const { api, catalogue } = catalogueWith();
+
+	test("every answer carries the security headers: success, validation failure and unknown route", async () => {
+		for (const answer of [await api().get("/author"), await api().put("/author", {}), await api().get("/nothing")]) {
+			expect(answer.headers.get("x-content-type-options")).toBe("nosniff");
+			expect(answer.headers.get("content-security-policy")).toBe("default-src 'none';frame-ancestors 'none'");
+			expect(answer.headers.get("x-frame-options")).toBe("DENY");
+			expect(answer.headers.get("referrer-policy")).toBe("no-referrer");
+			expect(answer.headers.get("x-powered-by")).toBeNull();
+		}
+	});
+
+	test("a URL over 4096 characters answers 414 with a msg; one of 4096 is served", async () => {
+		const path = (length: number) => `/author/${"x".repeat(length - "/author/".length)}`;
+		expectFailure(await api().get(path(4097)), 414, "The request URL is too long");
+		expectFailure(await api().get(path(4096)), 400, "There is no author with that Id");
+	});
+
+	test("a request line or headers beyond what Node reads answer 431 as JSON with a msg", async () => {
+		const answer = parseRaw(await rawRequest(api(), `GET /author/${"x".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+		expect(answer.status).toBe(431);
+		expect(answer.body).toEqual({ msg: "The request headers are too large" });
+		expect(answer.head).toMatch(/content-type: application\/json/i);
+	});
+
+	test("a request must arrive within 30 s (Node's default is 5 minutes)", () => {
+		expect(localService<{ server: Server }>(catalogue(), "api").server.requestTimeout).toBe(REQUEST_ARRIVAL_MS);
+		expect(REQUEST_ARRIVAL_MS).toBe(30_000);
+	});
+
+	test("bytes that are not HTTP answer 400 as JSON with a msg", async () => {
+		const answer = parseRaw(await rawRequest(api(), "HELLO THERE\r\n\r\n"));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "The request is not valid HTTP" } });
+	});
+
+	test("a body nested more than 32 deep answers 400 with a msg and stores nothing", async () => {
+		const before = (await api().get("/author")).body;
+		const raw = `{"name":"Deep","nationality":"Nowhere","extra":${nested(32)}}`;
+		expectFailure(await api().send("PUT", "/author", undefined, raw), 400, "The request body is nested too deeply");
+		expectFailure(await api().send("PUT", "/author", undefined, `{"name":${nested(5000)}}`), 400, "The request body is nested too deeply");
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("a body 32 deep is read as usual", async () => {
+		const raw = `{"name":"Deep","nationality":"Nowhere","extra":${nested(31)}}`;
+		const answer = await api().send("PUT", "/author", undefined, raw);
+		expect(answer.status).toBe(200);
+		await api().delete(`/author/${answer.body.author.id}`);
+	});
+
+	test("without RATE_LIMIT nobody is limited and no rate-limit headers are sent", async () => {
+		const answers = await Promise.all(Array.from({ length: 60 }, () => api().get("/category")));
+		expect(answers.map(answer => answer.status)).toEqual(answers.map(() => 200));
+		expect(answers[0].headers.get("x-rate-limit-limit")).toBeNull();
+	});
+
+	test("without CORS_ORIGINS no origin is allowed: no CORS headers, no preflight", async () => {
+		const answer = await api().send("GET", "/author", undefined, undefined, { Origin: "https://app.example.com" });
+		expect(answer.status).toBe(200);
+		expect(answer.headers.get("access-control-allow-origin")).toBeNull();
+		const preflight = await api().send("OPTIONS", "/author", undefined, undefined, {
+			Origin: "https://app.example.com",
+			"Access-Control-Request-Method": "PUT",
+		});
+		expect(preflight.status).toBe(404);
+	});
+
+	test("an OPTIONS request naming a write method runs nothing: 404, the store unchanged", async () => {
+		const before = (await api().get("/author")).body;
+		const answer = await api().send("OPTIONS", "/author", { name: "Via", nationality: "Options" }, undefined, {
+			"Access-Control-Request-Method": "PUT",
+		});
+		expectFailure(answer, 404, "Not found");
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("without API_TOKEN writes are open", async () => {
+		const answer = await api().put("/category", { name: "Open" });
+		expect(answer.status).toBe(200);
+		await api().delete(`/category/${answer.body.category.id}`);
+	});
+});
+
+describe("an unexpected error", () => {
+	/** Makes the gateway's handling of every request fail as a bug would, with a stack and file paths. */
+	const bug: Middleware = {
+		localAction(next, action) {
+			if (action.name !== "api.rest") return next;
+			return () => Promise.reject(new TypeError(`Cannot read properties of undefined at ${__filename}:1:1`));
+		},
+	};
+	const { api } = catalogueWith({ middlewares: [bug] });
+
+	test("answers 500 'Internal server error', without a stack or a path", async () => {
+		const answer = await api().get("/author");
+		expectFailure(answer, 500, "Internal server error");
+		expect(answer.headers.get("x-content-type-options")).toBe("nosniff");
+	});
+});
+
+describe("RATE_LIMIT", () => {
+	const { api, catalogue } = catalogueWith({ settings: { rateLimit: { limit: 3, windowMs: 60_000 } } });
+
+	test("a client address gets its limit per window, then 429 with a msg and Retry-After", async () => {
+		const allowed = [];
+		for (let index = 0; index < 3; index++) allowed.push(await api().get("/author"));
+		expect(allowed.map(answer => answer.status)).toEqual([200, 200, 200]);
+		expect(allowed.map(answer => answer.headers.get("x-rate-limit-remaining"))).toEqual(["2", "1", "0"]);
+		expect(allowed[0].headers.get("x-rate-limit-limit")).toBe("3");
+
+		const refused = await api().put("/author", { name: "Ann", nationality: "Irish" });
+		expectFailure(refused, 429, "Too many requests from this address; try again later");
+		const retryAfter = Number(refused.headers.get("retry-after"));
+		expect(retryAfter).toBeGreaterThanOrEqual(1);
+		expect(retryAfter).toBeLessThanOrEqual(60);
+		expect(await catalogue().broker.call("authors.list")).toEqual(allowed[0].body);
+	});
+
+	test("X-Forwarded-For does not buy a fresh budget: the key is the connection's address", async () => {
+		const answer = await api().send("GET", "/author", undefined, undefined, { "X-Forwarded-For": "203.0.113.7" });
+		expect(answer.status).toBe(429);
+	});
+});
+
+describe("RATE_LIMIT_WINDOW", () => {
+	const { api } = catalogueWith({ settings: { rateLimit: { limit: 1, windowMs: 1000 } } });
+
+	test("the budget comes back when the window starts again", async () => {
+		await api().get("/author");
+		const refused = await api().get("/author");
+		expect(refused.status).toBe(429);
+		await new Promise(resolve => setTimeout(resolve, Number(refused.headers.get("retry-after")) * 1000 + 100));
+		expect((await api().get("/author")).status).toBe(200);
+	});
+});
+
+describe("CORS_ORIGINS", () => {
+	const { api } = catalogueWith({ settings: { corsOrigins: ["https://app.example.com", "http://localhost:5173"] } });
+	const from = (origin: string, headers: Record<string, string> = {}) => ({ Origin: origin, ...headers });
+
+	test("a listed origin is allowed, on answers and on failures", async () => {
+		for (const answer of [
+			await api().send("GET", "/author", undefined, undefined, from("https://app.example.com")),
+			await api().send("PUT", "/author", {}, undefined, from("http://localhost:5173")),
+		]) {
+			expect(answer.headers.get("access-control-allow-origin")).toBe(answer.status === 200 ? "https://app.example.com" : "http://localhost:5173");
+			expect(answer.headers.get("vary")).toMatch(/Origin/);
+		}
+	});
+
+	test("a preflight from a listed origin answers 204 with the methods and headers a front end needs", async () => {
+		const preflight = await api().send("OPTIONS", "/author/123", undefined, undefined, {
+			Origin: "https://app.example.com",
+			"Access-Control-Request-Method": "PUT",
+			"Access-Control-Request-Headers": "content-type, authorization",
+		});
+		expect(preflight.status).toBe(204);
+		expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+		expect(preflight.headers.get("access-control-allow-methods")).toBe("GET, PUT, POST, DELETE");
+		expect(preflight.headers.get("access-control-allow-headers")).toBe("Content-Type, Authorization");
+		expect(preflight.headers.get("access-control-max-age")).toBe("600");
+	});
+
+	test("an origin not listed, even one that is part of a listed one, answers 403 with a msg and changes nothing", async () => {
+		const before = (await api().get("/author")).body;
+		for (const origin of ["https://evil.example.net", "https://app.example.co", "https://app", "http://app.example.com"]) {
+			const answer = await api().send("PUT", "/author", { name: "Eve", nationality: "Nowhere" }, undefined, from(origin));
+			expectFailure(answer, 403, "Requests from this origin are not allowed");
+			expect(answer.headers.get("access-control-allow-origin")).toBeNull();
+		}
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("an OPTIONS request naming a write method is answered as a preflight and runs nothing", async () => {
+		const before = (await api().get("/author")).body;
+		for (const headers of [{ "Access-Control-Request-Method": "PUT" }, from("https://app.example.com", { "Access-Control-Request-Method": "PUT" })]) {
+			const answer = await api().send("OPTIONS", "/author", { name: "Via", nationality: "Options" }, undefined, headers);
+			expect(answer.status).toBe(204);
+		}
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("a request without an Origin (not from a browser) is served as usual", async () => {
+		expect((await api().get("/author")).status).toBe(200);
+	});
+});
+
+describe("CORS_ORIGINS=*", () => {
+	const { api } = catalogueWith({ settings: { corsOrigins: ["*"] } });
+
+	test("any origin is allowed", async () => {
+		const answer = await api().send("GET", "/author", undefined, undefined, { Origin: "https://anywhere.example" });
+		expect(answer.headers.get("access-control-allow-origin")).toBe("*");
+	});
+});
+
+describe("API_TOKEN", () => {
+	const { api } = catalogueWith({ settings: { apiToken: TOKEN } });
+	const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+	test("a write without the token answers 401 with a msg and a Bearer challenge, and changes nothing", async () => {
+		const before = (await api().get("/category")).body;
+		const answer = await api().put("/category", { name: "Sneaky" });
+		expectFailure(answer, 401, "Changing the catalogue needs the API token: send Authorization: Bearer <token>");
+		expect(answer.headers.get("www-authenticate")).toBe('Bearer realm="game-catalogue"');
+		expect((await api().get("/category")).body).toEqual(before);
+	});
+
+	test.each([
+		["a wrong token", bearer("test-token-0123456789abcdeX")],
+		["a prefix of the token", bearer(TOKEN.slice(0, -1))],
+		["another scheme", { Authorization: `Basic ${TOKEN}` }],
+	])("a write with %s answers 401 and names the token invalid", async (_case, headers) => {
+		const answer = await api().send("PUT", "/category", { name: "Sneaky" }, undefined, headers);
+		expect(answer.status).toBe(401);
+		expect(answer.headers.get("www-authenticate")).toBe('Bearer realm="game-catalogue", error="invalid_token"');
+	});
+
+	test("PUT and DELETE with the token are served; without it a DELETE is refused and the record kept", async () => {
+		const created = await api().send("PUT", "/category", { name: "Allowed" }, undefined, bearer(TOKEN));
+		expect(created.status).toBe(200);
+		const { id } = created.body.category;
+		expect((await api().send("PUT", `/category/${id}`, { name: "Renamed" }, undefined, bearer(TOKEN))).body).toBe(1);
+		expect((await api().delete(`/category/${id}`)).status).toBe(401);
+		expect((await api().get(`/category/${id}`)).body).toEqual({ id, name: "Renamed" });
+		expect((await api().send("DELETE", `/category/${id}`, undefined, undefined, { Authorization: `bearer ${TOKEN}` })).status).toBe(200);
+	});
+
+	test("an OPTIONS request naming PUT cannot write past the token", async () => {
+		const before = (await api().get("/author")).body;
+		const answer = await api().send("OPTIONS", "/author", { name: "Via", nationality: "Options" }, undefined, {
+			"Access-Control-Request-Method": "PUT",
+		});
+		expect(answer.status).toBe(404);
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("reads stay open: GET, and POST /author (a search)", async () => {
+		expect((await api().get("/author")).status).toBe(200);
+		expect((await api().get("/game?title=a")).status).toBe(200);
+		expect((await api().post("/author", { pageable: { pageNumber: 0, pageSize: 5 } })).status).toBe(200);
+	});
+
+	test.each([
+		["GET", "/games/countBy"],
+		["POST", "/games/countBy"],
+		["PUT", "/games/countBy"],
+		["GET", "/games.countBy"],
+		["GET", "/authors/referable?id=x"],
+		["GET", "/games/orphans"],
+		["GET", "/~node/actions"],
+		["GET", "/$node/list"],
+		["GET", "/api/authors/list"],
+	])("internal action %s %s stays unreachable, even with the token", async (method, path) => {
+		expectFailure(await api().send(method, path, undefined, undefined, bearer(TOKEN)), 404, "Not found");
+		expectFailure(await api().send(method, path), 404, "Not found");
+	});
+});
