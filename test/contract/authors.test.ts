@@ -37,6 +37,10 @@ describe("PUT /author (create)", () => {
 		["name not a string", { name: 42, nationality: "Spanish" }, "name"],
 		["name over 200 characters", { name: "n".repeat(201), nationality: "Spanish" }, "name"],
 		["nationality over 100 characters", { name: "Ana", nationality: "x".repeat(101) }, "nationality"],
+		["name with a NUL", { name: "An\u0000a", nationality: "Spanish" }, "name"],
+		["name with a newline", { name: "Ana\nBelén", nationality: "Spanish" }, "name"],
+		["nationality with an escape character", { name: "Ana", nationality: "Span\u001bish" }, "nationality"],
+		["name with half a surrogate pair", { name: "Ana\ud83d", nationality: "Spanish" }, "name"],
 	])("%s: 400 naming the field, with the errors list, and nothing stored", async (_case, body, field) => {
 		const before = (await api.get("/author")).body.length;
 		const answer = await api.put("/author", body);
@@ -44,6 +48,19 @@ describe("PUT /author (create)", () => {
 		expect(answer.body.msg).toContain(`'${field}'`);
 		expect(answer.body.errors[0]).toEqual({ field, message: answer.body.msg, type: expect.any(String) });
 		expect((await api.get("/author")).body).toHaveLength(before);
+	});
+
+	test("stores Unicode text exactly: accents, other scripts, emoji, right-to-left, combining marks", async () => {
+		for (const [name, nationality] of [
+			["Zoë Ødegård", "Norsk"],
+			["王小明", "中国"],
+			["Ana 👩‍💻🎲", "España 🇪🇸"],
+			["דוד כהן", "ישראלי"],
+			["Jose\u0301", "Mexicano"],
+		]) {
+			const { author } = (await api.put("/author", { name, nationality })).body;
+			expect((await api.get(`/author/${author.id}`)).body).toEqual({ id: author.id, name, nationality });
+		}
 	});
 
 	test("accepts a 200-character name and a 100-character nationality", async () => {

@@ -24,6 +24,7 @@ describe("PUT /category (create)", () => {
 		["name only spaces", { name: "  " }],
 		["name over 100 characters", { name: "c".repeat(101) }],
 		["name not a string", { name: ["Party"] }],
+		["name with a control character", { name: "Party\u0085" }],
 	])("%s: 400 naming the field and nothing stored", async (_case, body) => {
 		const before = (await api.get("/category")).body.length;
 		const answer = await api.put("/category", body);

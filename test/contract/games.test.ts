@@ -54,6 +54,7 @@ describe("PUT /game (create)", () => {
 		["title missing", without("title"), "title"],
 		["title only spaces", withField("title", " "), "title"],
 		["title over 200 characters", withField("title", "t".repeat(201)), "title"],
+		["title with a control character", withField("title", "Catan\u0007"), "title"],
 		["age missing", without("age"), "age"],
 		["age 12.5", withField("age", 12.5), "age"],
 		["age 'abc'", withField("age", "abc"), "age"],
