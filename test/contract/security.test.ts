@@ -95,6 +95,15 @@ describe("limits and headers (default settings)", () => {
 		await api().delete(`/author/${answer.body.author.id}`);
 	});
 
+	test.each([
+		["a charset nobody knows", { "Content-Type": "application/json; charset=klingon" }, 'unsupported charset "KLINGON"'],
+		["an unknown content encoding", { "Content-Encoding": "snappy" }, 'unsupported content encoding "snappy"'],
+	])("a body in %s answers 415 with a msg and stores nothing", async (_case, headers, msg) => {
+		const before = (await api().get("/author")).body;
+		expectFailure(await api().send("PUT", "/author", { name: "Ann", nationality: "Irish" }, undefined, headers), 415, msg);
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
 	test("without RATE_LIMIT nobody is limited and no rate-limit headers are sent", async () => {
 		const answers = await Promise.all(Array.from({ length: 60 }, () => api().get("/category")));
 		expect(answers.map(answer => answer.status)).toEqual(answers.map(() => 200));

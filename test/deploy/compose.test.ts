@@ -122,6 +122,16 @@ describe("docker-compose.yml", () => {
 		expect(repl).toMatchObject({ stdin_open: true, tty: true, restart: "no" });
 	});
 
+	test("the gateway takes API_TOKEN, CORS_ORIGINS and the rate limit from the environment, off by default", () => {
+		expect(environment(compose.services.api)).toMatchObject({
+			API_TOKEN: "${API_TOKEN:-}",
+			CORS_ORIGINS: "${CORS_ORIGINS:-}",
+			RATE_LIMIT: "${RATE_LIMIT:-0}",
+			RATE_LIMIT_WINDOW: "${RATE_LIMIT_WINDOW:-60}",
+		});
+		for (const [name, service] of nodes) if (name !== "api") expect(environment(service).API_TOKEN).toBeUndefined();
+	});
+
 	test("nats and mongo have health checks; the nodes keep the image's", () => {
 		for (const name of ["nats", "mongo"]) expect(compose.services[name].healthcheck?.test).toBeDefined();
 		for (const [, service] of nodes) {
