@@ -104,6 +104,25 @@ describe("limits and headers (default settings)", () => {
 		expect((await api().get("/author")).body).toEqual(before);
 	});
 
+	test.each([
+		["GET", "/game?idCategory[$ne]=x", undefined, "idCategory"],
+		["GET", "/game?title[$regex]=.*", undefined, "title"],
+		["GET", "/category?name[$gt]=", undefined, "name"],
+		["PUT", "/game", { title: "T", age: 1, category: { id: { $ne: null } }, author: { id: { $exists: true } } }, "category.id"],
+	])("a query operator smuggled in as a value (%s %s) is a wrong type: 400 naming the field", async (method, path, body, field) => {
+		const answer = await api().send(method, path, body);
+		expect(answer.status).toBe(400);
+		expect(answer.body.errors[0].field).toBe(field);
+	});
+
+	test("an id in the query or the body cannot replace the one in the path", async () => {
+		const author = await api().author("Kept", "Safe");
+		const answer = await api().send("DELETE", `/author/unknown?id=${author.id}&id[$ne]=x`, { id: author.id });
+		expectFailure(answer, 400, "There is no author with that Id");
+		expect((await api().get(`/author/${author.id}`)).status).toBe(200);
+		await api().delete(`/author/${author.id}`);
+	});
+
 	test("without RATE_LIMIT nobody is limited and no rate-limit headers are sent", async () => {
 		const answers = await Promise.all(Array.from({ length: 60 }, () => api().get("/category")));
 		expect(answers.map(answer => answer.status)).toEqual(answers.map(() => 200));
