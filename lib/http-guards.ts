@@ -24,12 +24,22 @@ export const limitUrlLength: Middleware = (req, _res, next) =>
 
 /**
  * 400 for a parsed body nested deeper than MAX_JSON_DEPTH (passing it between nodes would recurse
- * that deep); otherwise drops its `__proto__` keys before the gateway copies it into the params.
+ * that deep); otherwise drops the keys that name Object.prototype's members before the gateway copies it into the params.
  */
 export const checkJsonBody: Middleware = (req, _res, next) => {
 	const { body } = req as { body?: unknown };
 	if (isNestedDeeperThan(body, MAX_JSON_DEPTH)) return next(refused(400, texts.bodyTooDeep, "BODY_TOO_DEEP"));
 	dropPrototypeKeys(body);
+	next();
+};
+
+/**
+ * Only GET reads its query string (the list filters); a write or a search takes its fields from
+ * the body alone. moleculer-web copies the query over the body, so `PUT /author?name=Mallory`
+ * would otherwise store a name the body never sent.
+ */
+export const queryOnlyForReads: Middleware = (req, _res, next) => {
+	if (req.method !== "GET") (req as { query?: unknown }).query = {};
 	next();
 };
 

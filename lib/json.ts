@@ -21,11 +21,18 @@ export function isNestedDeeperThan(value: unknown, max: number): boolean {
 	return false;
 }
 
+/** `__proto__`, `constructor`, `toString`, `valueOf`, `hasOwnProperty`...: what every object inherits. */
+const PROTOTYPE_KEYS = Object.getOwnPropertyNames(Object.prototype);
+
 /**
- * Removes every `__proto__` key. JSON.parse makes it an own property, but copying the body into
- * the params object (Object.assign, as the gateway does) would set that object's prototype
- * instead, and so supply fields the body does not really carry.
+ * Removes every key that names a member of Object.prototype, at any depth. No field of the
+ * catalogue is named so, and each is an attack: JSON.parse makes `__proto__` an own property, but
+ * copying the body into the params object (Object.assign, as the gateway does) would set that
+ * object's prototype instead and lend it fields the body does not carry; a `toString` or `valueOf`
+ * that is not a function makes the object throw wherever it is turned into text (fastest-validator
+ * does so to quote a wrong value in its message).
  */
 export function dropPrototypeKeys(value: unknown): void {
-	for (const [item] of containers(value)) if (Object.hasOwn(item, "__proto__")) delete (item as Record<string, unknown>)["__proto__"];
+	for (const [item] of containers(value))
+		for (const key of PROTOTYPE_KEYS) if (Object.hasOwn(item, key)) delete (item as Record<string, unknown>)[key];
 }

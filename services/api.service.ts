@@ -4,7 +4,15 @@ import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { config, type CatalogueConfig } from "../lib/config";
 import { texts } from "../lib/errors";
 import { toFailure } from "../lib/failures";
-import { answerClientError, carriesToken, checkJsonBody, limitUrlLength, refuseOptions, securityHeaders } from "../lib/http-guards";
+import {
+	answerClientError,
+	carriesToken,
+	checkJsonBody,
+	limitUrlLength,
+	queryOnlyForReads,
+	refuseOptions,
+	securityHeaders,
+} from "../lib/http-guards";
 
 /** The whole HTTP surface: only these paths reach the services. */
 const aliases = {
@@ -75,7 +83,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					autoAliases: false,
 					aliases,
 					bodyParsers: { json: { limit: options.bodyLimit } },
-					use: [limitUrlLength, checkJsonBody, ...(cors ? [] : [refuseOptions])],
+					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, ...(cors ? [] : [refuseOptions])],
 					cors,
 					// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
 					rateLimit: rateLimit

@@ -115,6 +115,29 @@ describe("limits and headers (default settings)", () => {
 		expect(answer.body.errors[0].field).toBe(field);
 	});
 
+	test("a write takes its fields from the body alone: the query string cannot supply or replace them", async () => {
+		const before = (await api().get("/author")).body;
+		expect((await api().send("PUT", "/author?name=Mallory&nationality=Nowhere", {})).status).toBe(400);
+		const created = await api().send("PUT", "/author?name=Mallory", { name: "Ann", nationality: "Irish" });
+		expect(created.body.author).toMatchObject({ name: "Ann", nationality: "Irish" });
+		const { id } = created.body.author;
+		expect((await api().send("PUT", `/author/${id}?name=Mallory`, { name: "Anna", nationality: "Irish" })).body).toBe(1);
+		expect((await api().get(`/author/${id}`)).body).toEqual({ id, name: "Anna", nationality: "Irish" });
+		expect((await api().send("POST", "/author?pageable[pageNumber]=0&pageable[pageSize]=2", {})).status).toBe(400);
+		await api().delete(`/author/${id}`);
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test.each([
+		["toString", '{"name":[{"toString":1}],"nationality":"Irish"}'],
+		["valueOf and toString", '{"name":"Ann","nationality":[{"valueOf":1,"toString":1}]}'],
+		["hasOwnProperty", '{"name":{"hasOwnProperty":1},"nationality":"Irish"}'],
+	])("a value whose %s is not a function is a wrong type, not a crash: 400 naming the field", async (_case, raw) => {
+		const answer = await api().send("PUT", "/author", undefined, raw);
+		expect(answer.status).toBe(400);
+		expect(answer.body.msg).toMatch(/^The '(name|nationality)' field must be a string\.$/);
+	});
+
 	test("an id in the query or the body cannot replace the one in the path", async () => {
 		const author = await api().author("Kept", "Safe");
 		const answer = await api().send("DELETE", `/author/unknown?id=${author.id}&id[$ne]=x`, { id: author.id });

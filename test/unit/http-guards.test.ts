@@ -40,12 +40,15 @@ describe("isNestedDeeperThan", () => {
 });
 
 describe("dropPrototypeKeys", () => {
-	test("removes __proto__ keys at every level and keeps the rest", () => {
-		const body = JSON.parse('{"__proto__":{"name":"x"},"name":"Ann","list":[{"__proto__":{"a":1},"b":2}],"constructor":1}');
+	test("removes the keys Object.prototype has, at every level, and keeps the rest", () => {
+		const body = JSON.parse(
+			'{"__proto__":{"name":"x"},"name":"Ann","list":[{"__proto__":{"a":1},"b":2,"toString":1}],"constructor":1,"nested":{"valueOf":1,"hasOwnProperty":2,"c":3}}',
+		);
 		dropPrototypeKeys(body);
-		expect(body).toEqual({ name: "Ann", list: [{ b: 2 }], constructor: 1 });
+		expect(body).toEqual({ name: "Ann", list: [{ b: 2 }], nested: { c: 3 } });
 		expect(Object.hasOwn(body, "__proto__")).toBe(false);
 		expect(Object.assign({}, body).name).toBe("Ann");
+		expect(String(body.list)).toBe("[object Object]");
 	});
 });
 
