@@ -18,13 +18,14 @@ export const MAX_JSON_DEPTH = 32;
 /** A refused request: a 4xx whose message the gateway sends as `msg` (lib/failures.ts). */
 const refused = (status: number, text: string, type: string) => new Errors.MoleculerClientError(text, status, type);
 
-/** 414 for a URL longer than MAX_URL_LENGTH, before anything reads it. */
+/** 414 for a URL longer than MAX_URL_LENGTH, before the action sees any of it. */
 export const limitUrlLength: Middleware = (req, _res, next) =>
 	next((req.url ?? "").length > MAX_URL_LENGTH ? refused(414, texts.urlTooLong, "URL_TOO_LONG") : undefined);
 
 /**
  * 400 for a parsed body nested deeper than MAX_JSON_DEPTH (passing it between nodes would recurse
- * that deep); otherwise drops the keys that name Object.prototype's members before the gateway copies it into the params.
+ * that deep); otherwise drops the keys that name Object.prototype's members (lib/json.ts) before
+ * the gateway copies the body into the params.
  */
 export const checkJsonBody: Middleware = (req, _res, next) => {
 	const { body } = req as { body?: unknown };
@@ -50,7 +51,7 @@ export const queryOnlyForReads: Middleware = (req, _res, next) => {
  * answered as a preflight and runs nothing.
  */
 export const refuseOptions: Middleware = (req, _res, next) =>
-	next(req.method === "OPTIONS" ? new Errors.MoleculerClientError(texts.notFound, 404, "NOT_FOUND") : undefined);
+	next(req.method === "OPTIONS" ? refused(404, texts.notFound, "NOT_FOUND") : undefined);
 
 /**
  * Security headers for a JSON API (helmet): nothing in an answer may run, load or be framed, and
