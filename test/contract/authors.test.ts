@@ -50,6 +50,12 @@ describe("PUT /author (create)", () => {
 		expect((await api.get("/author")).body).toHaveLength(before);
 	});
 
+	test("a control character is refused with a msg saying so", async () => {
+		const answer = await api.put("/author", { name: "Ana", nationality: "Span\tish" });
+		expect(answer.status).toBe(400);
+		expect(answer.body.msg).toBe("The 'nationality' field must not contain control characters or invalid Unicode.");
+	});
+
 	test("stores Unicode text exactly: accents, other scripts, emoji, right-to-left, combining marks", async () => {
 		for (const [name, nationality] of [
 			["Zoë Ødegård", "Norsk"],

@@ -3,7 +3,7 @@
 // FUZZ_SEED replays a run, FUZZ_RUNS sets its size.
 import { EventEmitter } from "node:events";
 import fc from "fast-check";
-import { localService, startCatalogue, within, type Api, type Catalogue } from "../support/catalogue";
+import { INTERNALS, localService, startCatalogue, within, type Api, type Catalogue } from "../support/catalogue";
 import {
 	describeWire,
 	hostileRequest,
@@ -55,8 +55,6 @@ const BOOKKEEPING = ["draft", "deleting", "change"];
 const STORAGE_KEYS = new Set(["_id", ...BOOKKEEPING]);
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-/** What a failure body must not show: a stack, a file of the service or its dependencies. */
-const INTERNALS = /stack|node_modules|\/services\/|at .+:\d+:\d+/;
 
 let catalogue: Catalogue;
 let api: Api;

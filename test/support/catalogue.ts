@@ -200,6 +200,9 @@ export async function withBrokenStorage<T>(
 	}
 }
 
+/** What a failure body must never show: a stack, a file of the service or of its dependencies. */
+export const INTERNALS = /stack|node_modules|\/services\/|at .+:\d+:\d+/;
+
 /** Ids of every shape a client may send that no record has: each must be a plain unknown id. */
 export const unknownIds: [string, string][] = [
 	["a number", "1"],
