@@ -1,4 +1,5 @@
 import type { BrokerOptions, Errors } from "moleculer";
+import { cacherOptions } from "./lib/cache";
 import { config } from "./lib/config";
 import { hideCredentials } from "./lib/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
@@ -12,6 +13,8 @@ const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: config.transporter ? { type: "NATS", options: { url: config.transporter } } : null,
 	logLevel: config.logLevel,
+	// Reads are cached; every write moves the cache on (README, "Caching").
+	cacher: cacherOptions(config),
 	// Fault tolerance, chosen on purpose (README, "Fault tolerance"). moleculer waits for ever by
 	// default: a call lost with a node or a NATS connection would hold its HTTP request open.
 	requestTimeout: config.requestTimeoutMs,

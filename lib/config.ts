@@ -35,6 +35,8 @@ export interface CatalogueConfig {
 	corsOrigins: string[];
 	/** Requests a client address may send per window (`RATE_LIMIT`, `RATE_LIMIT_WINDOW` seconds, default 60); off when unset or 0. */
 	rateLimit: RateLimit | null;
+	/** Redis URL (`REDIS_URL`) of the read cache every node shares; none caches in memory in one process, and not at all in a cluster. */
+	redisUrl: string | null;
 	/** The bearer token writes need (`API_TOKEN`); writes are open when unset. Never put into service settings. */
 	apiToken: string | null;
 }
@@ -90,6 +92,12 @@ function rateLimit(limit: string | undefined, window: string | undefined): RateL
 	return requests === 0 ? null : { limit: requests, windowMs };
 }
 
+function redisUrl(value: string | undefined): string | null {
+	if (!value) return null;
+	if (!/^rediss?:\/\//.test(value)) throw new ConfigError("REDIS_URL must start with redis:// or rediss://");
+	return value;
+}
+
 /** Long enough not to be guessed within any rate limit, and sendable in a header as it is. */
 function apiToken(value: string | undefined): string | null {
 	if (!value) return null;
@@ -116,6 +124,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
 		corsOrigins: corsOrigins(env.CORS_ORIGINS),
 		rateLimit: rateLimit(env.RATE_LIMIT, env.RATE_LIMIT_WINDOW),
+		redisUrl: redisUrl(env.REDIS_URL),
 		apiToken: apiToken(env.API_TOKEN),
 	};
 }

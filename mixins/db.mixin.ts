@@ -7,6 +7,7 @@ import { config, type CatalogueConfig } from "../lib/config";
 import { errorHooks, type FailureTexts } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { hideCredentials } from "../lib/uris";
+import { cacheGenerations, cachedFrom } from "./cache.mixin";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
 export type Row = { id: string };
@@ -113,17 +114,19 @@ const storageOnly: Partial<ServiceSchema> = {
 
 /**
  * Storage for one catalogue service: the adapter, time-ordered string ids, `id` in place of
- * `_id`, a `get` action that takes one id or a batch (the populates use it), and the service's
- * error texts applied to every failure.
+ * `_id`, a cached `get` action that takes one id or a batch (the populates use it), the cache
+ * moved on by every write, and the service's error texts applied to every failure.
  */
 export function dbMixin({ collection, indexes = [], notFound, failures }: DbOptions) {
 	return asMixin({
-		mixins: [storageOnly],
+		// First, so its `clearCache` replaces moleculer-db's.
+		mixins: [cacheGenerations, storageOnly],
 		settings: { idField: "id" },
 		actions: {
 			// The record with that id, or with `mapping`, a map id -> record of those that exist.
 			get: {
 				...readOnly,
+				cache: cachedFrom(collection),
 				params: {
 					id: [{ type: "string", empty: false }, { type: "array", items: "string" }],
 					mapping: { type: "boolean", optional: true },

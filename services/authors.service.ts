@@ -2,6 +2,7 @@ import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/errors";
 import { AUTHOR_SORT_FIELDS, MAX_PAGE_NUMBER, MAX_PAGE_SIZE, effectivePage, sortKeys, type Page } from "../lib/page";
 import { id, text, wholeNumber } from "../lib/params";
+import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
@@ -40,6 +41,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 		// Every author, ordered by id (creation order).
 		list: {
 			...readOnly,
+			cache: cachedFrom("authors"),
 			handler(ctx: Context): Promise<Author[]> {
 				return this._find(ctx, { sort: sortKeys([{ property: "id" }]) });
 			},
@@ -48,6 +50,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 		// One page of authors, sorted as asked (by name when no property is given).
 		page: {
 			...readOnly,
+			cache: cachedFrom("authors"),
 			params: {
 				$$strict: "remove",
 				pageable: {

@@ -2,6 +2,7 @@ import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/errors";
 import { filter, id, text } from "../lib/params";
 import escapeRegExp from "lodash/escapeRegExp";
+import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./categories.types";
@@ -30,6 +31,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 		// Categories ordered by id; `name` keeps those whose name contains it, ignoring case.
 		list: {
 			...readOnly,
+			cache: cachedFrom("categories"),
 			params: { $$strict: "remove", name: filter(100) },
 			handler(ctx: Context<CategoryFilter>): Promise<Category[]> {
 				const { name } = ctx.params;

@@ -8,6 +8,7 @@ import { newId } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
 import { compileTitleFilter } from "../lib/title-filter";
+import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
@@ -62,6 +63,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// by id, with full category and author records; 400 for a pattern that is not valid or too complex.
 		list: {
 			...readOnly,
+			// The answer embeds categories and authors: their writes make it stale too.
+			cache: cachedFrom("games", "authors", "categories"),
 			params: { $$strict: "remove", title: filter(MAX_TITLE_FILTER), idCategory: { type: "string", optional: true } },
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
 				const { title = "", idCategory } = ctx.params;

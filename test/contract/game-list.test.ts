@@ -1,5 +1,5 @@
 import type { Middleware, Service } from "moleculer";
-import { startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
+import { forgetCachedAnswers, startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 
 type Game = { id: string; title: string; category: { id: string; name: string }; author: { id: string } };
 
@@ -133,6 +133,7 @@ describe("GET /game", () => {
 
 	test("the broker calls per list do not grow with the number of games", async () => {
 		const populateCalls = async () => {
+			await forgetCachedAnswers(catalogue);
 			calls.clear();
 			await api.get("/game");
 			return (calls.get("categories.get") ?? 0) + (calls.get("authors.get") ?? 0);

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
-import { ServiceBroker, type BrokerOptions, type Middleware } from "moleculer";
+import { Cachers, ServiceBroker, type BrokerOptions, type Middleware } from "moleculer";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
+import { cacherOptions, generationKey } from "../../lib/cache";
 import { config, SERVICE_NAMES, type ServiceName } from "../../lib/config";
 import brokerOptions from "../../moleculer.config";
 import { describeStorage } from "../../mixins/db.mixin";
@@ -110,15 +111,19 @@ export async function startCatalogue({ middlewares = [], topology = projectTopol
 		for (const name of services) created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};
+	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts).
+	const cacher = cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null });
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
-				broker({ nodeID: `${name}-${process.pid}`, namespace, transporter: { type: "NATS", options: { url: nats.url } } }, [name]),
+				broker({ nodeID: `${name}-${process.pid}`, namespace, cacher, transporter: { type: "NATS", options: { url: nats.url } } }, [name]),
 			)
-		: [broker({ nodeID: `test-${process.pid}`, namespace, transporter: null }, [...SERVICE_NAMES])];
+		: [broker({ nodeID: `test-${process.pid}`, namespace, cacher, transporter: null }, [...SERVICE_NAMES])];
 	const [gateway] = brokers;
+	const cache = nats ? `Redis at ${process.env.CATALOGUE_TEST_REDIS}` : "memory";
 
 	async function stop() {
 		await dropTestDatabase(brokers);
+		await forgetRedisCache(gateway);
 		await Promise.all(brokers.map(each => each.stop()));
 		await nats?.stop();
 	}
@@ -130,7 +135,7 @@ export async function startCatalogue({ middlewares = [], topology = projectTopol
 		await Promise.all(brokers.map(each => each.waitForServices([...SERVICE_NAMES], START_TIMEOUT_MS)));
 	})();
 	try {
-		await within(START_TIMEOUT_MS, starting, `the catalogue (${topology}, storage: ${describeStorage()}) did not start`);
+		await within(START_TIMEOUT_MS, starting, `the catalogue (${topology}, storage: ${describeStorage()}, cache: ${cache}) did not start`);
 	} catch (err) {
 		await within(5000, Promise.all(brokers.map(each => each.stop())), "").catch(() => undefined);
 		await nats?.stop();
@@ -172,6 +177,14 @@ export async function stillPending(promise: Promise<unknown>, ms = 200): Promise
 	return !(await Promise.race([settled, new Promise<false>(resolve => setTimeout(() => resolve(false), ms))]));
 }
 
+/** With a Redis cache, removes what the catalogue left there: its answers and its generations. */
+async function forgetRedisCache(broker: ServiceBroker): Promise<void> {
+	if (!(broker.cacher instanceof Cachers.Redis)) return;
+	const redis = broker.cacher as Cachers.Redis<{ del(keys: string[]): Promise<number> }>;
+	await redis.clean();
+	await redis.client.del(SERVICE_NAMES.map(service => generationKey(broker.namespace, service)));
+}
+
 /** With MongoDB storage, removes the database this test file had to itself (see support/env.ts). */
 async function dropTestDatabase(brokers: ServiceBroker[]): Promise<void> {
 	const adapter = brokers
@@ -181,9 +194,15 @@ async function dropTestDatabase(brokers: ServiceBroker[]): Promise<void> {
 	await (adapter as { db?: { dropDatabase(): Promise<unknown> } } | undefined)?.db?.dropDatabase();
 }
 
+/** Drops every cached answer, so that the next reads ask the stores. */
+export async function forgetCachedAnswers(catalogue: Catalogue): Promise<void> {
+	await Promise.all(catalogue.brokers.map(broker => broker.cacher?.clean()));
+}
+
 /**
  * Sends a request while one adapter method of a service fails as a broken store would, and
- * returns the answer; the store works again afterwards.
+ * returns the answer; the store works again afterwards. Nothing is cached then, so the request
+ * reaches the store.
  */
 export async function withBrokenStorage<T>(
 	catalogue: Catalogue,
@@ -193,6 +212,7 @@ export async function withBrokenStorage<T>(
 	const { adapter } = localService<{ adapter: Record<string, unknown> }>(catalogue, service);
 	const original = adapter[method];
 	adapter[method] = () => Promise.reject(new Error("disk unavailable"));
+	await forgetCachedAnswers(catalogue);
 	try {
 		return await request();
 	} finally {
