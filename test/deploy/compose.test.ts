@@ -61,6 +61,15 @@ describe("docker-compose.yml", () => {
 		expect(compose).not.toHaveProperty("version");
 	});
 
+	test("nats runs with the repository's nats.conf, which allows the largest answers", () => {
+		const nats = compose.services.nats as Service & { command?: string[]; configs?: { source: string; target: string }[] };
+		const { configs } = compose as Compose & { configs: Record<string, { file: string }> };
+		const [mounted] = nats.configs ?? [];
+		expect(configs[mounted.source].file).toBe("./nats.conf");
+		expect(nats.command).toEqual(expect.arrayContaining(["-c", mounted.target]));
+		expect(read("nats.conf")).toMatch(/^max_payload: 64MB$/m);
+	});
+
 	test("the schema check is live: a broken copy is rejected", () => {
 		const broken = structuredClone(compose) as unknown as { services: Record<string, Record<string, unknown>> };
 		broken.services.api.ports = "3000";
@@ -132,22 +141,25 @@ describe("docker-compose.yml", () => {
 		for (const [name, service] of nodes) if (name !== "api") expect(environment(service).API_TOKEN).toBeUndefined();
 	});
 
-	test("nats and mongo have health checks; the nodes keep the image's", () => {
-		for (const name of ["nats", "mongo"]) expect(compose.services[name].healthcheck?.test).toBeDefined();
+	test("nats, mongo and redis have health checks; the nodes keep the image's", () => {
+		for (const name of ["nats", "mongo", "redis"]) expect(compose.services[name].healthcheck?.test).toBeDefined();
 		for (const [, service] of nodes) {
 			expect(service.healthcheck?.disable).not.toBe(true);
 			expect(service.healthcheck?.test).not.toEqual(["NONE"]);
 		}
 	});
 
-	test("the nodes reach nats and mongo by service name once both are healthy", () => {
+	test("the nodes reach nats, mongo and redis (their shared cache) by service name once all are healthy", () => {
 		for (const [, service] of nodes) {
 			const env = environment(service);
 			expect(new URL(env.TRANSPORTER).host).toBe("nats:4222");
 			expect(new URL(env.MONGO_URI).host).toBe("mongo:27017");
+			expect(new URL(env.REDIS_URL).host).toBe("redis:6379");
+			expect(readConfig({ REDIS_URL: env.REDIS_URL }).redisUrl).toBe(env.REDIS_URL);
 			expect(service.depends_on).toEqual({
 				mongo: { condition: "service_healthy" },
 				nats: { condition: "service_healthy" },
+				redis: { condition: "service_healthy" },
 			});
 		}
 		for (const service of Object.values(compose.services)) {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { connect } from "node:net";
-import { freePort } from "./process";
+import path from "node:path";
+import { freePort, root } from "./process";
 
 /** Debian's package installs it here; elsewhere it must be on PATH (see README, Tests). */
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
@@ -24,7 +25,7 @@ function accepts(port: number): Promise<boolean> {
 	});
 }
 
-/** A nats-server of the test's own on a free loopback port, ready when this resolves. */
+/** A nats-server of the test's own, configured as a cluster's (nats.conf), on a free loopback port, ready when this resolves. */
 export async function startNats(timeoutMs = 10_000): Promise<NatsServer> {
 	const port = await freePort();
 	let child: ChildProcess | undefined;
@@ -32,7 +33,7 @@ export async function startNats(timeoutMs = 10_000): Promise<NatsServer> {
 
 	async function start() {
 		output = "";
-		child = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
+		child = spawn(NATS_SERVER, ["-c", path.join(root, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
 		child.stdout!.on("data", chunk => (output += chunk));
 		child.stderr!.on("data", chunk => (output += chunk));
 		const failed = new Promise<never>((_, reject) => {

@@ -19,6 +19,7 @@ describe("readConfig", () => {
 			healthPort: null,
 			corsOrigins: [],
 			rateLimit: null,
+			redisUrl: null,
 			apiToken: null,
 		});
 	});
@@ -40,6 +41,7 @@ describe("readConfig", () => {
 			CORS_ORIGINS: "https://app.example.com, http://localhost:5173",
 			RATE_LIMIT: "100",
 			RATE_LIMIT_WINDOW: "10",
+			REDIS_URL: "redis://cache:6379/2",
 			API_TOKEN: "0123456789abcdef-token",
 		});
 		expect(config).toEqual({
@@ -58,6 +60,7 @@ describe("readConfig", () => {
 			healthPort: 3001,
 			corsOrigins: ["https://app.example.com", "http://localhost:5173"],
 			rateLimit: { limit: 100, windowMs: 10_000 },
+			redisUrl: "redis://cache:6379/2",
 			apiToken: "0123456789abcdef-token",
 		});
 	});
@@ -84,6 +87,7 @@ describe("readConfig", () => {
 		[{ CORS_ORIGINS: "https://app.example.com/path" }, /CORS_ORIGINS/],
 		[{ RATE_LIMIT: "lots" }, /RATE_LIMIT/],
 		[{ RATE_LIMIT: "10", RATE_LIMIT_WINDOW: "0" }, /RATE_LIMIT_WINDOW/],
+		[{ REDIS_URL: "cache:6379" }, /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
 		[{ API_TOKEN: "short" }, /API_TOKEN must be at least 16 printable ASCII characters/],
 		[{ API_TOKEN: "a token with spaces in it" }, /API_TOKEN/],
 	])("refuses %p with a clear message", (env, message) => {
