@@ -50,6 +50,30 @@ interface RedisClient {
 	mget(keys: string[]): Promise<(string | null)[]>;
 }
 
+/** How long a write waits for Redis to hand out its generation before it takes the next one itself. */
+export const REDIS_WAIT_MS = 1000;
+
+/**
+ * The next generation of `service`: Redis's when it answers in time, so every writer draws from
+ * one counter; else one past the highest this node has seen. A write that is stored is never
+ * failed or held up by its cache.
+ */
+async function nextGeneration(broker: ServiceBroker, service: string): Promise<number> {
+	const seen = generationsOf(broker).get(service) ?? 0;
+	const redis = redisOf(broker);
+	if (!redis?.connected) return seen + 1;
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_WAIT_MS} ms`)), REDIS_WAIT_MS)));
+	try {
+		return Number(await Promise.race([redis.client.eval(NEXT_GENERATION, 1, generationKey(broker.namespace, service), seen), late]));
+	} catch (err) {
+		broker.logger.warn(`Redis did not give ${service} its next cache generation (${(err as Error).message}); this node takes ${seen + 1}.`);
+		return seen + 1;
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
 /** The services whose records some cached answer of `service` is made of. */
 function sources(service: Service): Set<string> {
 	const actions = Object.values(service.schema.actions ?? {}) as { cache?: Partial<CatalogueCache> }[];
@@ -66,10 +90,13 @@ export const cacheGenerations: Partial<ServiceSchema> = {
 	events: {
 		"cache.clean.*": {
 			params: { generation: { type: "number", integer: true, positive: true } },
-			async handler(this: Service, ctx: Context<{ generation: number }>) {
+			handler(this: Service, ctx: Context<{ generation: number }>) {
 				const written = String(ctx.eventName).slice("cache.clean.".length);
 				if (!learn(this.broker, written, ctx.params.generation) || !sources(this).has(written)) return;
-				await this.broker.cacher?.clean(`${this.name}.**`);
+				// Only to free room, so the write does not wait for it, nor for a Redis that is away.
+				const { cacher } = this.broker;
+				if (cacher && cacher.connected !== false)
+					cacher.clean(`${this.name}.**`).catch((err: Error) => this.logger.warn(`Could not drop ${this.name}'s old answers: ${err.message}`));
 			},
 		},
 	},
@@ -77,11 +104,11 @@ export const cacheGenerations: Partial<ServiceSchema> = {
 		/** After a write: the service's next generation, known here before the write answers. */
 		async clearCache(this: Service): Promise<void> {
 			if (!this.broker.cacher) return;
-			const seen = generationsOf(this.broker).get(this.name) ?? 0;
-			const redis = redisOf(this.broker);
-			const generation = redis ? Number(await redis.client.eval(NEXT_GENERATION, 1, generationKey(this.broker.namespace, this.name), seen)) : seen + 1;
+			const generation = await nextGeneration(this.broker, this.name);
 			learn(this.broker, this.name, generation);
-			await this.broker.broadcast(`cache.clean.${this.name}`, { generation });
+			await this.broker.broadcast(`cache.clean.${this.name}`, { generation }).catch((err: Error) => {
+				this.logger.warn(`Could not tell the other nodes of ${this.name} generation ${generation}: ${err.message}`);
+			});
 		},
 	},
 	/** With Redis, starts from the generations the cluster has reached. */

@@ -179,7 +179,7 @@ export async function stillPending(promise: Promise<unknown>, ms = 200): Promise
 
 /** With a Redis cache, removes what the catalogue left there: its answers and its generations. */
 async function forgetRedisCache(broker: ServiceBroker): Promise<void> {
-	if (!(broker.cacher instanceof Cachers.Redis)) return;
+	if (!(broker.cacher instanceof Cachers.Redis) || !broker.cacher.connected) return;
 	const redis = broker.cacher as Cachers.Redis<{ del(keys: string[]): Promise<number> }>;
 	await redis.clean();
 	await redis.client.del(SERVICE_NAMES.map(service => generationKey(broker.namespace, service)));

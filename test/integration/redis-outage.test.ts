@@ -1,0 +1,67 @@
+import Redis from "ioredis";
+import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { startRedis, type RedisServer } from "../support/redis";
+
+// The catalogue over NATS sharing a Redis of this test's own, which the test stops and starts:
+// a write never fails or hangs for its cache, and no read is stale across the outage
+// (README, "Caching").
+
+let redis: RedisServer;
+let catalogue: Catalogue;
+let api: Api;
+
+beforeAll(async () => {
+	redis = await startRedis();
+	process.env.CATALOGUE_TEST_REDIS = redis.url;
+	catalogue = await startCatalogue({ topology: "nats" });
+	api = catalogue.api;
+});
+afterAll(async () => {
+	await catalogue?.stop();
+	await redis?.stop();
+});
+
+const connected = () => catalogue.brokers.every(broker => broker.cacher?.connected === true);
+async function until(condition: () => boolean, what: string, timeoutMs = 15_000) {
+	const deadline = Date.now() + timeoutMs;
+	while (!condition()) {
+		if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+		await new Promise(resolve => setTimeout(resolve, 50));
+	}
+}
+
+test("writes answer at once while Redis is down and after it comes back empty; no read is stale", async () => {
+	const author = await api.author("Reiner Knizia", "German");
+	const category = await api.category("Strategy");
+	await api.game("Tigris & Euphrates", category, author);
+	const authorOf = async () => (await api.get("/game")).body[0].author.name;
+	expect(await authorOf()).toBe("Reiner Knizia");
+
+	await redis.stop();
+	await until(() => !connected(), "every node notices Redis is gone");
+	const started = Date.now();
+	expect((await api.put(`/author/${author.id}`, { name: "R. Knizia", nationality: "German" })).status).toBe(200);
+	expect(Date.now() - started).toBeLessThan(2000);
+	expect(await authorOf()).toBe("R. Knizia");
+
+	// Back, empty: its counter restarts below the generations the nodes have seen.
+	await redis.start();
+	await until(connected, "every node reconnects to Redis");
+	expect(await authorOf()).toBe("R. Knizia");
+	expect((await api.put(`/author/${author.id}`, { name: "Dr. Reiner Knizia", nationality: "German" })).status).toBe(200);
+	expect(await authorOf()).toBe("Dr. Reiner Knizia");
+	expect(await authorOf()).toBe("Dr. Reiner Knizia");
+}, 60_000);
+
+test("a write that Redis does not answer in time takes its generation locally, and old answers stay unreachable", async () => {
+	const [{ id }] = (await api.get("/author")).body;
+	expect((await api.get("/game")).status).toBe(200);
+	// Redis holds every client's commands for 3 s: it is reachable, but late.
+	const admin = new Redis(redis.url);
+	await admin.call("CLIENT", "PAUSE", "3000", "WRITE");
+	await admin.quit();
+	const started = Date.now();
+	expect((await api.put(`/author/${id}`, { name: "Knizia the Late", nationality: "German" })).status).toBe(200);
+	expect(Date.now() - started).toBeLessThan(2500);
+	expect((await api.get("/game")).body[0].author.name).toBe("Knizia the Late");
+}, 30_000);
