@@ -65,6 +65,13 @@ export interface DbOptions extends FailureTexts {
 	collection: string;
 	/** Fields that are filtered or sorted on. */
 	indexes?: string[];
+	/**
+	 * Filtered fields that only a few records have (the claims of writes in progress). Their
+	 * indexes are sparse: otherwise every record without the field shares one index entry, which
+	 * NeDB rewrites in full whenever one of them changes, so each write costs time in the size of
+	 * the collection.
+	 */
+	sparseIndexes?: string[];
 }
 
 /**
@@ -90,14 +97,14 @@ export function createAdapter(collection: string, { mongoUri, storage, dataDir }
 }
 
 /** An index on one field, in whichever store the adapter talks to. */
-async function createIndex(adapter: unknown, field: string): Promise<void> {
-	if (adapter instanceof MongoDbAdapter) await adapter.collection.createIndex({ [field]: 1 });
-	else await (adapter as NeDbAdapter).db.ensureIndex({ fieldName: field });
+async function createIndex(adapter: unknown, field: string, sparse: boolean): Promise<void> {
+	if (adapter instanceof MongoDbAdapter) await adapter.collection.createIndex({ [field]: 1 }, { sparse });
+	else await (adapter as NeDbAdapter).db.ensureIndex({ fieldName: field, sparse });
 }
 
 /** What moleculer-db's MemoryAdapter exposes of its NeDB datastore. */
 interface NeDbAdapter {
-	db: { ensureIndex(options: { fieldName: string }): Promise<void> };
+	db: { ensureIndex(options: { fieldName: string; sparse: boolean }): Promise<void> };
 }
 
 /** Where the records live, for operators' messages; a MongoDB password is never shown. */
@@ -117,7 +124,7 @@ const storageOnly: Partial<ServiceSchema> = {
  * `_id`, a cached `get` action that takes one id or a batch (the populates use it), the cache
  * moved on by every write, and the service's error texts applied to every failure.
  */
-export function dbMixin({ collection, indexes = [], notFound, failures }: DbOptions) {
+export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound, failures }: DbOptions) {
 	return asMixin({
 		// First, so its `clearCache` replaces moleculer-db's.
 		mixins: [cacheGenerations, storageOnly],
@@ -155,7 +162,8 @@ export function dbMixin({ collection, indexes = [], notFound, failures }: DbOpti
 			return { ...entity, _id: newId() };
 		},
 		async afterConnected(this: Store) {
-			for (const field of indexes) await createIndex(this.adapter, field);
+			for (const field of indexes) await createIndex(this.adapter, field, false);
+			for (const field of sparseIndexes) await createIndex(this.adapter, field, true);
 		},
 	} as Partial<CatalogueSchema<Row>>);
 }

@@ -42,7 +42,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	mixins: [
 		dbMixin({
 			collection: "games",
-			indexes: ["category", "author", "draft", "change.category", "change.author", "change.at"],
+			indexes: ["category", "author"],
+			sparseIndexes: ["draft", "change.category", "change.author", "change.at"],
 			notFound: notFound(texts.gameNotFound),
 			failures: {
 				get: texts.fetchGames,

@@ -61,3 +61,12 @@ test("GET /game runs the same four actions (the gateway, the list and one batche
 		expect(await listGames()).toEqual({ calls: expected, games: count });
 	}
 }, 120_000);
+
+test("the indexes of the claims that only writes in progress carry are sparse, so a write does not cost the size of the store", () => {
+	const { adapter } = localService<{ adapter: { db?: { indexes?: Record<string, { sparse: boolean }> } } }>(catalogue, "games");
+	// MongoDB's side is checked in test/unit/mongo-storage.test.ts.
+	const indexes = adapter.db?.indexes;
+	if (process.env.MONGO_URI) return expect(indexes).toBeUndefined();
+	for (const field of ["draft", "change.category", "change.author", "change.at"]) expect(indexes?.[field].sparse).toBe(true);
+	for (const field of ["category", "author"]) expect(indexes?.[field].sparse).toBe(false);
+});

@@ -1,0 +1,83 @@
+import { describeError, send } from "./http";
+import { residentBytes } from "./processes";
+import { addGames, seed } from "./seed";
+import type { Target } from "./servers";
+import type { GrowthResult } from "./table";
+
+export interface GrowthOptions {
+	categories: number;
+	authors: number;
+	steps: number[];
+	/** Seconds of timed `GET /game` requests at each step. */
+	seconds: number;
+	concurrency: number;
+}
+
+/** The timed requests of one step: at least this many, and at most that many, one at a time. */
+const MIN_REQUESTS = 3;
+const MAX_REQUESTS = 100;
+/** A list of 100,000 games takes seconds; a request still running after this is a finding. */
+const REQUEST_TIMEOUT_MS = 120_000;
+
+/** The size of one `GET /game` answer; any other status than 200 is an error. */
+async function list(base: string): Promise<number> {
+	const answer = await send(base, "GET", "/game", undefined, REQUEST_TIMEOUT_MS);
+	if (answer.status !== 200) throw new Error(`GET /game answered ${answer.status} ${answer.body.toString().slice(0, 200)}`);
+	return answer.body.length;
+}
+
+/** `GET /game` one request at a time: the mean latency and the answer's size, or what went wrong. */
+async function timeList(base: string, seconds: number): Promise<Pick<GrowthResult, "answerBytes" | "requests" | "meanMs" | "error">> {
+	const timings: number[] = [];
+	let answerBytes: number | undefined;
+	try {
+		// The first list at a new size warms the code paths up; it is not timed.
+		answerBytes = await list(base);
+		const started = performance.now();
+		while (timings.length < MIN_REQUESTS || (performance.now() - started < seconds * 1000 && timings.length < MAX_REQUESTS)) {
+			const sent = performance.now();
+			answerBytes = await list(base);
+			timings.push(performance.now() - sent);
+		}
+	} catch (err) {
+		return { answerBytes, requests: timings.length, error: describeError(err) };
+	}
+	return { answerBytes, requests: timings.length, meanMs: timings.reduce((sum, ms) => sum + ms, 0) / timings.length };
+}
+
+/**
+ * Grows a fresh catalogue to each step's number of games through the HTTP API, timing `GET /game`
+ * and reading every process's memory at each step. Failures are findings: recorded, then on to
+ * the next step (or, when seeding failed, to the next target).
+ */
+export async function grow(target: Target, options: GrowthOptions, log: (line: string) => void): Promise<GrowthResult[]> {
+	const results: GrowthResult[] = [];
+	const memory = () => target.processes.map(child => ({ name: child.name, bytes: residentBytes(child) }));
+	const seeded = await seed(target.base, { categories: options.categories, authors: options.authors, games: 0 }, options.concurrency);
+	let games = 0;
+	for (const step of options.steps) {
+		const started = performance.now();
+		let last = { at: started, done: games };
+		// The rate since the last line shows whether a create costs more as the catalogue grows.
+		const progress = (done: number) => {
+			const now = performance.now();
+			const rate = ((done - last.done) / (now - last.at)) * 1000;
+			last = { at: now, done };
+			log(`  ${target.name}: ${done.toLocaleString("en-US")} / ${step.toLocaleString("en-US")} games (${((now - started) / 1000).toFixed(0)} s, now ${rate.toFixed(0)} games/s)`);
+		};
+		try {
+			await addGames(target.base, seeded, games, step, options.concurrency, undefined, progress);
+			games = step;
+		} catch (err) {
+			results.push({ target: target.name, games: step, memory: memory(), error: `seeding failed: ${describeError(err)}` });
+			log(`  ${target.name}: seeding ${step.toLocaleString("en-US")} games FAILED: ${describeError(err)}`);
+			break;
+		}
+		const timed = await timeList(target.base, options.seconds);
+		const result: GrowthResult = { target: target.name, games: step, ...timed, memory: memory() };
+		results.push(result);
+		const summary = timed.error ? `FAILED: ${timed.error}` : `${timed.requests} lists of ${timed.answerBytes} bytes, mean ${timed.meanMs?.toFixed(0)} ms`;
+		log(`  ${target.name}: ${step.toLocaleString("en-US")} games: ${summary}`);
+	}
+	return results;
+}

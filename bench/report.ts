@@ -1,0 +1,53 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { hideCredentials } from "../lib/uris";
+import type { BenchConfig } from "./config";
+import type { Machine, Pinning } from "./machine";
+import { accepts } from "./processes";
+import type { Scenario } from "./scenarios";
+import { ROOT } from "./servers";
+import { asMarkdown, growthTable, mainTable, type GrowthResult, type ScenarioResult } from "./table";
+
+/** The cache the distributed run is given, and the line that says so. */
+export interface CacheChoice {
+	redisUrl: string | undefined;
+	note: string;
+}
+
+/**
+ * REDIS_URL as given; otherwise the local Redis when one accepts connections; otherwise none, and
+ * a cluster without REDIS_URL caches nothing (README, Caching).
+ */
+export async function chooseCache(given: string | undefined): Promise<CacheChoice> {
+	if (given) return { redisUrl: given, note: `Redis from REDIS_URL, ${hideCredentials(given)}` };
+	if (await accepts(6379)) return { redisUrl: "redis://127.0.0.1:6379", note: "Redis at redis://127.0.0.1:6379 (REDIS_URL unset; this one accepts connections)" };
+	return { redisUrl: undefined, note: "none: REDIS_URL unset and nothing accepts on 127.0.0.1:6379" };
+}
+
+/** What the numbers depend on, as `label: value` lines. */
+export function settings(machine: Machine, pinning: Pinning, config: BenchConfig, cache: CacheChoice, all: Scenario[]): [string, string][] {
+	return [
+		["CPU", `${machine.cpu}, ${machine.cores} cores`],
+		["Node", machine.node],
+		["Date", machine.date],
+		["Pinning", pinning.note],
+		["Data set", `${config.categories} categories, ${config.authors} authors, ${config.games} games, in memory (STORAGE=memory)`],
+		["Runs", `${config.durationS} s measured after ${config.warmupS} s of warm-up, ${config.connections} connections (autocannon)`],
+		["Embedded cache", "memory (the default: no REDIS_URL)"],
+		["Distributed cache", cache.note],
+		...all.map((scenario): [string, string] => [scenario.name, scenario.detail]),
+	];
+}
+
+/** Writes bench/results.md (settings, the main table and, when run, the growth table); returns its path. */
+export function writeResults(lines: [string, string][], results: ScenarioResult[], growth: GrowthResult[]): string {
+	const file = path.join(ROOT, "bench/results.md");
+	const parts = [
+		"# Benchmark results",
+		lines.map(([label, value]) => `- ${label}: ${value}`).join("\n"),
+		asMarkdown(mainTable(results)),
+		...(growth.length > 0 ? ["## Growth: `GET /game` over more games", asMarkdown(growthTable(growth))] : []),
+	];
+	writeFileSync(file, parts.join("\n\n") + "\n");
+	return file;
+}

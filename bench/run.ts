@@ -1,0 +1,124 @@
+import { BenchConfigError, readConfig, type BenchConfig } from "./config";
+import { grow } from "./growth";
+import { describeError } from "./http";
+import { describeMachine, pinLoadGenerator, type Pinning } from "./machine";
+import { measure, type RunOptions } from "./measure";
+import { killAll } from "./processes";
+import { chooseCache, settings, writeResults, type CacheChoice } from "./report";
+import { capture, scenarios, type Route, type Scenario } from "./scenarios";
+import { seed } from "./seed";
+import { startCeiling, startDistributed, startEmbedded, type Target } from "./servers";
+import { asMarkdown, asText, growthTable, mainTable, refusal, type GrowthResult, type ScenarioResult } from "./table";
+
+// `npm run bench`: the ceiling, the embedded catalogue and the distributed one, side by side
+// (bench/README.md). Exits 1 when a scenario was refused or a target could not be measured.
+
+const log = (line = "") => console.log(line);
+
+/** The size of what the catalogue answers to the scenario's first request. */
+const answerBytes = (routes: Route[], scenario: Scenario) =>
+	routes.find(route => route.method === scenario.method && route.path === scenario.requests[0].path)?.answer.body.length ?? 0;
+
+/** Runs every scenario against `target`; `all[i]` is the target's own request for `results[i]`. */
+async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions) {
+	for (const [i, scenario] of all.entries()) {
+		const measured = await measure(target.base, scenario, options);
+		results[i].runs[target.name] = measured;
+		const numbers = `${Math.round(measured.rps)} rps, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms`;
+		log(`  ${target.name.padEnd(11)} ${scenario.name}: ${refusal(measured) ?? numbers}`);
+	}
+}
+
+/** Starts one target, hands it to `use`, and stops it whatever happens. */
+async function using<T>(start: () => Promise<Target>, use: (target: Target) => Promise<T>): Promise<T> {
+	const target = await start();
+	try {
+		return await use(target);
+	} finally {
+		await target.stop();
+	}
+}
+
+async function main(): Promise<number> {
+	const config = readConfig();
+	const machine = describeMachine();
+	const pinning = pinLoadGenerator();
+	const cache = await chooseCache(config.redisUrl);
+	const options: RunOptions = { durationS: config.durationS, warmupS: config.warmupS, connections: config.connections };
+	const problems: string[] = [];
+
+	log("embedded: starting, seeding through HTTP");
+	const { all, routes, results } = await using(() => startEmbedded(pinning), async embedded => {
+		const all = scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections);
+		const routes = await capture(embedded.base, all);
+		const results: ScenarioResult[] = all.map(scenario => ({ scenario, answerBytes: answerBytes(routes, scenario), runs: {} }));
+		const lines = settings(machine, pinning, config, cache, all);
+		log(lines.map(([label, value]) => `${label}: ${value}`).join("\n"));
+		await measureEach(embedded, all, results, options);
+		return { all, routes, results };
+	});
+
+	log("ceiling: starting");
+	await using(() => startCeiling(pinning, routes), ceiling => measureEach(ceiling, all, results, options)).catch(err =>
+		problems.push(`ceiling: ${describeError(err)}`),
+	);
+
+	log("distributed: starting nats-server and four nodes, seeding through HTTP");
+	await using(() => startDistributed(pinning, cache.redisUrl), async distributed => {
+		const own = scenarios(await seed(distributed.base, config, config.seedConcurrency), config.connections);
+		const ownRoutes = await capture(distributed.base, own);
+		for (const [i, scenario] of own.entries())
+			if (answerBytes(ownRoutes, scenario) !== results[i].answerBytes)
+				log(`  note: distributed ${scenario.name} answers ${answerBytes(ownRoutes, scenario)} B, embedded ${results[i].answerBytes} B`);
+		await measureEach(distributed, own, results, options);
+	}).catch(err => problems.push(`distributed: ${describeError(err)}`));
+
+	const lines = settings(machine, pinning, config, cache, all);
+	log(`\n${lines.map(([label, value]) => `${label}: ${value}`).join("\n")}\n\n${asText(mainTable(results))}\n`);
+	log(`${asMarkdown(mainTable(results))}\n`);
+	log(`written to ${writeResults(lines, results, [])}`);
+
+	const growth = await measureGrowth(config, pinning, cache);
+	if (growth.length > 0) {
+		log(`\n${asText(growthTable(growth))}\n\n${asMarkdown(growthTable(growth))}\n`);
+		log(`written to ${writeResults(lines, results, growth)}`);
+	}
+
+	for (const problem of problems) log(`FAILED ${problem}`);
+	const refused = results.flatMap(({ scenario, runs }) => Object.entries(runs).filter(([, run]) => run.failures).map(([name]) => `${name} ${scenario.name}`));
+	if (refused.length > 0) log(`REFUSED (answers other than 2xx): ${refused.join("; ")}`);
+	return problems.length > 0 || refused.length > 0 ? 1 : 0;
+}
+
+/** Growth of the embedded and the distributed catalogue, each from a fresh start; failures are findings. */
+async function measureGrowth(config: BenchConfig, pinning: Pinning, cache: CacheChoice): Promise<GrowthResult[]> {
+	if (config.growth.length === 0) return [];
+	const growth: GrowthResult[] = [];
+	const options = { categories: config.categories, authors: config.authors, steps: config.growth, seconds: config.growthS, concurrency: config.seedConcurrency };
+	const starts: [Target["name"], () => Promise<Target>][] = [
+		["embedded", () => startEmbedded(pinning)],
+		["distributed", () => startDistributed(pinning, cache.redisUrl)],
+	];
+	for (const [name, start] of starts) {
+		log(`\ngrowth, ${name}: ${config.growth.map(games => games.toLocaleString("en-US")).join(", ")} games`);
+		await using(start, async target => growth.push(...(await grow(target, options, log)))).catch(err => {
+			log(`  ${name}: FAILED ${describeError(err)}`);
+			growth.push({ target: name, games: 0, memory: [], error: describeError(err) });
+		});
+	}
+	return growth;
+}
+
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const)
+	process.once(signal, () => {
+		log(`\n${signal}: stopping every server`);
+		void killAll().finally(() => process.exit(code));
+	});
+
+main().then(
+	code => killAll().finally(() => process.exit(code)),
+	err => {
+		console.error(err instanceof BenchConfigError ? err.message : err);
+		void killAll().finally(() => process.exit(1));
+	},
+);

@@ -1,0 +1,79 @@
+import { send, type Answer, type Method } from "./http";
+import type { Game, Seeded } from "./seed";
+
+export interface ScenarioRequest {
+	path: string;
+	body?: string;
+}
+
+/** One kind of request the benchmark fires for a whole run. */
+export interface Scenario {
+	name: string;
+	method: Method;
+	/** Connection `i` sends `requests[i % length]` again and again. */
+	requests: ScenarioRequest[];
+	/** The share of the ceiling's requests per second the embedded service is to reach. */
+	embeddedTarget: number;
+	/** What the request is about, for the header above the table. */
+	detail: string;
+}
+
+/** Every scenario's distributed run is to reach this share of the embedded one's requests per second. */
+export const DISTRIBUTED_TARGET = 0.5;
+
+const PAGE = JSON.stringify({ pageable: { pageNumber: 0, pageSize: 10, sort: [{ property: "name", direction: "desc" }] } });
+
+/** The body that writes a game exactly as it is stored, so the update changes nothing anyone reads. */
+const unchanged = (game: Game) => JSON.stringify({ title: game.title, age: game.age, category: { id: game.category }, author: { id: game.author } });
+
+/**
+ * The five scenarios over a seeded catalogue. The filtered list searches for a word of the first
+ * game's title within that game's category, so it always finds some games. Each connection of the
+ * update updates a game of its own: updates of one game wait for each other (the integrity
+ * protocol's claim), and the benchmark measures the update, not that queue.
+ */
+export function scenarios(seeded: Seeded, connections: number): Scenario[] {
+	const [first] = seeded.games;
+	const word = first.title.split(" ")[1].toLowerCase();
+	const found = seeded.games.filter(game => game.category === first.category && game.title.toLowerCase().includes(word)).length;
+	const updated = seeded.games.slice(0, Math.min(connections, seeded.games.length));
+	return [
+		{ name: "GET /game", method: "GET", requests: [{ path: "/game" }], embeddedTarget: 0.15, detail: `all ${seeded.games.length} games, populated` },
+		{
+			name: "GET /game?title&idCategory",
+			method: "GET",
+			requests: [{ path: `/game?title=${word}&idCategory=${first.category}` }],
+			embeddedTarget: 0.2,
+			detail: `title "${word}" in one category: ${found} games`,
+		},
+		{ name: "POST /author (page)", method: "POST", requests: [{ path: "/author", body: PAGE }], embeddedTarget: 0.2, detail: PAGE },
+		{
+			name: "PUT /game/{id}",
+			method: "PUT",
+			requests: updated.map(game => ({ path: `/game/${game.id}`, body: unchanged(game) })),
+			embeddedTarget: 0.15,
+			detail: `full update of ${updated.length} games, one per connection, to their own values`,
+		},
+		{ name: "GET /author", method: "GET", requests: [{ path: "/author" }], embeddedTarget: 0.2, detail: `all ${seeded.authors.length} authors` },
+	];
+}
+
+/** What the ceiling answers to one request, as the catalogue answered it. */
+export interface Route {
+	method: Method;
+	path: string;
+	answer: Answer;
+}
+
+/** Sends every request of every scenario once; each must be a 200, or the benchmark stops here. */
+export async function capture(base: string, all: Scenario[]): Promise<Route[]> {
+	const routes: Route[] = [];
+	for (const scenario of all)
+		for (const { path, body } of scenario.requests) {
+			const answer = await send(base, scenario.method, path, body);
+			if (answer.status !== 200)
+				throw new Error(`${scenario.name}: ${scenario.method} ${path} answered ${answer.status} ${answer.body.toString().slice(0, 300)}`);
+			routes.push({ method: scenario.method, path, answer });
+		}
+	return routes;
+}

@@ -1,0 +1,104 @@
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { send } from "./http";
+import type { Pinning } from "./machine";
+import { accepts, freePort, startChild, waitUntil, type Child } from "./processes";
+import type { Route } from "./scenarios";
+
+export const ROOT = path.resolve(__dirname, "../..");
+const RUNNER = path.join(ROOT, "node_modules/moleculer/bin/moleculer-runner.js");
+/** Debian's package installs it here; elsewhere it must be on PATH. */
+const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
+const START_MS = 30_000;
+
+/** What is measured: its address, and every process it runs (for their memory). */
+export interface Target {
+	name: "ceiling" | "embedded" | "distributed";
+	base: string;
+	processes: Child[];
+	stop(): Promise<void>;
+}
+
+const answers200 = (base: string, paths: string[]) => async () =>
+	(await Promise.all(paths.map(async path => (await send(base, "GET", path, undefined, 2000)).status === 200))).every(Boolean);
+
+async function started(target: Target, paths: string[]): Promise<Target> {
+	try {
+		await waitUntil(`the ${target.name} service answers`, answers200(target.base, paths), target.processes, START_MS);
+	} catch (err) {
+		await target.stop();
+		throw err;
+	}
+	return target;
+}
+
+/**
+ * The catalogue's settings that the shell running the benchmark may hold and that would change
+ * what is measured (a token refusing the updates, a rate limit, MongoDB, one health port for four
+ * nodes): every node runs without them, as the default does, unless `startNode` sets them.
+ */
+const CLEARED = ["SERVICES", "TRANSPORTER", "REDIS_URL", "MONGO_URI", "DATA_DIR", "API_TOKEN", "RATE_LIMIT", "RATE_LIMIT_WINDOW", "CORS_ORIGINS", "HEALTH_PORT", "BODY_LIMIT", "REQUEST_TIMEOUT"];
+
+/** A catalogue node started as `npm start` starts one, with its data in memory. */
+function startNode(name: string, pinning: Pinning, env: NodeJS.ProcessEnv): Child {
+	if (!existsSync(path.join(ROOT, "dist/moleculer.config.js"))) throw new Error("dist/ is missing: run `npm run build` first");
+	const cleared = Object.fromEntries(CLEARED.map(variable => [variable, undefined]));
+	return startChild(name, pinning, process.execPath, [RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")], {
+		...cleared,
+		SERVICEDIR: path.join(ROOT, "dist/services"),
+		STORAGE: "memory",
+		LOGLEVEL: "warn",
+		START_TIMEOUT: "30",
+		...env,
+	});
+}
+
+/** Every service in one process, no transporter: the default as `npm start` runs it. */
+export async function startEmbedded(pinning: Pinning): Promise<Target> {
+	const port = await freePort();
+	const node = startNode("embedded", pinning, { PORT: String(port), NAMESPACE: `bench-${randomUUID()}` });
+	const target: Target = { name: "embedded", base: `http://127.0.0.1:${port}`, processes: [node], stop: () => node.kill() };
+	return started(target, ["/category", "/author", "/game"]);
+}
+
+/**
+ * A nats-server of the benchmark's own on a free loopback port, configured as a cluster's
+ * (nats.conf: the largest game lists cross NATS in one message, over its default limit of 1 MB).
+ */
+async function startNats(pinning: Pinning): Promise<{ url: string; server: Child }> {
+	const port = await freePort();
+	const server = startChild("nats-server", pinning, NATS_SERVER, ["-c", path.join(ROOT, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)]);
+	try {
+		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);
+	} catch (err) {
+		await server.kill();
+		throw err;
+	}
+	return { url: `nats://127.0.0.1:${port}`, server };
+}
+
+/** Four nodes (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache. */
+export async function startDistributed(pinning: Pinning, redisUrl: string | undefined): Promise<Target> {
+	const nats = await startNats(pinning);
+	const port = await freePort();
+	const shared = { TRANSPORTER: nats.url, NAMESPACE: `bench-${randomUUID()}`, ...(redisUrl && { REDIS_URL: redisUrl }) };
+	const nodes = ["api", "authors", "categories", "games"].map(service =>
+		startNode(service, pinning, { ...shared, SERVICES: service, ...(service === "api" && { PORT: String(port) }) }),
+	);
+	const processes = [...nodes, nats.server];
+	const stop = async () => {
+		await Promise.all(processes.map(child => child.kill()));
+	};
+	return started({ name: "distributed", base: `http://127.0.0.1:${port}`, processes, stop }, ["/category", "/author", "/game"]);
+}
+
+/** The bare node:http server of ceiling.ts, answering `routes` as the catalogue did. */
+export async function startCeiling(pinning: Pinning, routes: Route[]): Promise<Target> {
+	const port = await freePort();
+	const server = startChild("ceiling", pinning, process.execPath, [path.join(__dirname, "ceiling.js"), String(port)]);
+	const wire = routes.map(({ method, path, answer }) => ({ method, path, answer: { ...answer, body: answer.body.toString("base64") } }));
+	server.process.stdin?.end(JSON.stringify(wire));
+	const target: Target = { name: "ceiling", base: `http://127.0.0.1:${port}`, processes: [server], stop: () => server.kill() };
+	return started(target, [routes.find(route => route.method === "GET")?.path ?? "/game"]);
+}
