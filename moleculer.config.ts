@@ -4,6 +4,7 @@ import { config } from "./lib/config";
 import { hideCredentials } from "./lib/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
+import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { describeStorage } from "./mixins/db.mixin";
 import { catalogueCommands } from "./repl/commands";
@@ -39,6 +40,7 @@ const brokerOptions: BrokerOptions = {
 			storage: describeStorage(),
 		}),
 		drainGateway(config.requestTimeoutMs),
+		remoteReadsCache,
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },

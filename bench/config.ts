@@ -1,3 +1,5 @@
+import path from "node:path";
+
 /** What the benchmark reads from the environment, checked once before anything starts. */
 export interface BenchConfig {
 	/** The main data set: categories, authors and games seeded through the HTTP API. */
@@ -17,6 +19,10 @@ export interface BenchConfig {
 	seedConcurrency: number;
 	/** `REDIS_URL` as given; the distributed run probes for a local Redis when it is unset. */
 	redisUrl: string | undefined;
+	/** Only the scenarios whose names contain one of these (`BENCH_ONLY`, comma-separated); all when empty. */
+	only: string[];
+	/** A folder for a CPU profile of every catalogue process (`BENCH_PROFILE`); none when unset. */
+	profileDir: string | undefined;
 }
 
 export class BenchConfigError extends Error {}
@@ -54,5 +60,7 @@ export function readConfig(): BenchConfig {
 		growthS: whole("BENCH_GROWTH_DURATION", 5, 1, 600),
 		seedConcurrency: whole("BENCH_SEED_CONCURRENCY", 24, 1, 128),
 		redisUrl: process.env.REDIS_URL || undefined,
+		only: (process.env.BENCH_ONLY ?? "").split(",").map(name => name.trim()).filter(Boolean),
+		profileDir: process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined,
 	};
 }

@@ -10,7 +10,10 @@ export interface Child {
 	/** The last part of what it printed, for the message when it fails. */
 	output(): string;
 	running(): boolean;
-	/** SIGKILL, and resolves once it has exited: data is in memory, so nothing is lost. */
+	/**
+	 * Resolves once it has exited: SIGKILL, since data is in memory and nothing is lost; SIGTERM
+	 * first when it writes a CPU profile on exit.
+	 */
 	kill(): Promise<void>;
 }
 
@@ -35,6 +38,10 @@ export function startChild(name: string, pinning: Pinning, command: string, args
 		output: () => output,
 		running,
 		async kill() {
+			if (running() && args.includes("--cpu-prof")) {
+				spawned.kill("SIGTERM");
+				await Promise.race([exited, new Promise(resolve => setTimeout(resolve, 15_000))]);
+			}
 			if (running()) spawned.kill("SIGKILL");
 			if (spawned.pid !== undefined) await exited;
 			children.delete(child);

@@ -19,6 +19,9 @@ const log = (line = "") => console.log(line);
 const answerBytes = (routes: Route[], scenario: Scenario) =>
 	routes.find(route => route.method === scenario.method && route.path === scenario.requests[0].path)?.answer.body.length ?? 0;
 
+/** The scenarios BENCH_ONLY names, or all. */
+const chosen = (all: Scenario[], { only }: BenchConfig) => (only.length === 0 ? all : all.filter(scenario => only.some(name => scenario.name.includes(name))));
+
 /** Runs every scenario against `target`; `all[i]` is the target's own request for `results[i]`. */
 async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions) {
 	for (const [i, scenario] of all.entries()) {
@@ -48,8 +51,8 @@ async function main(): Promise<number> {
 	const problems: string[] = [];
 
 	log("embedded: starting, seeding through HTTP");
-	const { all, routes, results } = await using(() => startEmbedded(pinning), async embedded => {
-		const all = scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections);
+	const { all, routes, results } = await using(() => startEmbedded(pinning, config.profileDir), async embedded => {
+		const all = chosen(scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections), config);
 		const routes = await capture(embedded.base, all);
 		const results: ScenarioResult[] = all.map(scenario => ({ scenario, answerBytes: answerBytes(routes, scenario), runs: {} }));
 		const lines = settings(machine, pinning, config, cache, all);
@@ -64,8 +67,8 @@ async function main(): Promise<number> {
 	);
 
 	log("distributed: starting nats-server and four nodes, seeding through HTTP");
-	await using(() => startDistributed(pinning, cache.redisUrl), async distributed => {
-		const own = scenarios(await seed(distributed.base, config, config.seedConcurrency), config.connections);
+	await using(() => startDistributed(pinning, cache.redisUrl, config.profileDir), async distributed => {
+		const own = chosen(scenarios(await seed(distributed.base, config, config.seedConcurrency), config.connections), config);
 		const ownRoutes = await capture(distributed.base, own);
 		for (const [i, scenario] of own.entries())
 			if (answerBytes(ownRoutes, scenario) !== results[i].answerBytes)

@@ -40,11 +40,15 @@ async function started(target: Target, paths: string[]): Promise<Target> {
  */
 const CLEARED = ["SERVICES", "TRANSPORTER", "REDIS_URL", "MONGO_URI", "DATA_DIR", "API_TOKEN", "RATE_LIMIT", "RATE_LIMIT_WINDOW", "CORS_ORIGINS", "HEALTH_PORT", "BODY_LIMIT", "REQUEST_TIMEOUT"];
 
-/** A catalogue node started as `npm start` starts one, with its data in memory. */
-function startNode(name: string, pinning: Pinning, env: NodeJS.ProcessEnv): Child {
+/**
+ * A catalogue node started as `npm start` starts one, with its data in memory; with `profileDir`,
+ * it writes a CPU profile there when it stops (BENCH_PROFILE).
+ */
+function startNode(name: string, pinning: Pinning, profileDir: string | undefined, env: NodeJS.ProcessEnv): Child {
 	if (!existsSync(path.join(ROOT, "dist/moleculer.config.js"))) throw new Error("dist/ is missing: run `npm run build` first");
 	const cleared = Object.fromEntries(CLEARED.map(variable => [variable, undefined]));
-	return startChild(name, pinning, process.execPath, [RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")], {
+	const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", path.join(profileDir, name)] : [];
+	return startChild(name, pinning, process.execPath, [...profile, RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")], {
 		...cleared,
 		SERVICEDIR: path.join(ROOT, "dist/services"),
 		STORAGE: "memory",
@@ -55,9 +59,9 @@ function startNode(name: string, pinning: Pinning, env: NodeJS.ProcessEnv): Chil
 }
 
 /** Every service in one process, no transporter: the default as `npm start` runs it. */
-export async function startEmbedded(pinning: Pinning): Promise<Target> {
+export async function startEmbedded(pinning: Pinning, profileDir?: string): Promise<Target> {
 	const port = await freePort();
-	const node = startNode("embedded", pinning, { PORT: String(port), NAMESPACE: `bench-${randomUUID()}` });
+	const node = startNode("embedded", pinning, profileDir, { PORT: String(port), NAMESPACE: `bench-${randomUUID()}` });
 	const target: Target = { name: "embedded", base: `http://127.0.0.1:${port}`, processes: [node], stop: () => node.kill() };
 	return started(target, ["/category", "/author", "/game"]);
 }
@@ -79,12 +83,12 @@ async function startNats(pinning: Pinning): Promise<{ url: string; server: Child
 }
 
 /** Four nodes (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache. */
-export async function startDistributed(pinning: Pinning, redisUrl: string | undefined): Promise<Target> {
+export async function startDistributed(pinning: Pinning, redisUrl: string | undefined, profileDir?: string): Promise<Target> {
 	const nats = await startNats(pinning);
 	const port = await freePort();
 	const shared = { TRANSPORTER: nats.url, NAMESPACE: `bench-${randomUUID()}`, ...(redisUrl && { REDIS_URL: redisUrl }) };
 	const nodes = ["api", "authors", "categories", "games"].map(service =>
-		startNode(service, pinning, { ...shared, SERVICES: service, ...(service === "api" && { PORT: String(port) }) }),
+		startNode(service, pinning, profileDir, { ...shared, SERVICES: service, ...(service === "api" && { PORT: String(port) }) }),
 	);
 	const processes = [...nodes, nats.server];
 	const stop = async () => {
@@ -100,5 +104,11 @@ export async function startCeiling(pinning: Pinning, routes: Route[]): Promise<T
 	const wire = routes.map(({ method, path, answer }) => ({ method, path, answer: { ...answer, body: answer.body.toString("base64") } }));
 	server.process.stdin?.end(JSON.stringify(wire));
 	const target: Target = { name: "ceiling", base: `http://127.0.0.1:${port}`, processes: [server], stop: () => server.kill() };
-	return started(target, [routes.find(route => route.method === "GET")?.path ?? "/game"]);
+	try {
+		await waitUntil("the ceiling listens", () => accepts(port), [server], START_MS);
+	} catch (err) {
+		await target.stop();
+		throw err;
+	}
+	return target;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
 /**
@@ -5,3 +6,6 @@ import { monotonicFactory } from "ulid";
  * millisecond-ordered across processes) in every storage backend.
  */
 export const newId: () => string = monotonicFactory();
+
+/** A claim's token (lib/claims.ts): unique, never sorted. Cheaper than a ULID, whose 16 random characters are drawn one by one. */
+export const newToken: () => string = randomUUID;

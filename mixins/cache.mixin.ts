@@ -1,5 +1,5 @@
-import { Cachers, type ActionCacheOptions, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
-import { generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache";
+import { Cachers, type ActionCacheOptions, type ActionSchema, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
+import { CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache";
 
 /**
  * Every service's generation as this broker knows it: a number that grows with each write to the
@@ -28,18 +28,18 @@ export interface CatalogueCache extends ActionCacheOptions {
 }
 
 /**
- * The `cache` of an action whose answer is made of the records of `services`: moleculer's key (the
- * action and its params) with their generations added. A read that began before a write stores
- * its answer under the old generations, where no later read looks.
+ * The key of an answer made of the records of `services`: moleculer's (the action and its params)
+ * with their generations as this node knows them. A read that began before a write stores its
+ * answer under the old generations, where no later read looks.
  */
+export function cacheKey(ctx: Context, action: ActionSchema, services: readonly string[]): string {
+	const base = ctx.broker.cacher!.defaultKeygen(action as unknown as string, {}, ctx);
+	return `${base}@${generationStamp(generationsOf(ctx.broker), services)}`;
+}
+
+/** The `cache` of an action whose answer is made of the records of `services`. */
 export function cachedFrom(...services: string[]): CatalogueCache {
-	return {
-		from: services,
-		keygen(action, opts, ctx) {
-			const base = ctx.broker.cacher!.defaultKeygen(action as unknown as string, opts, ctx);
-			return `${base}@${generationStamp(generationsOf(ctx.broker), services)}`;
-		},
-	};
+	return { from: services, keygen: (action, _opts, ctx) => cacheKey(ctx, action, services) };
 }
 
 const redisOf = (broker: ServiceBroker) => (broker.cacher instanceof Cachers.Redis ? (broker.cacher as Cachers.Redis<RedisClient>) : null);
@@ -74,19 +74,24 @@ async function nextGeneration(broker: ServiceBroker, service: string): Promise<n
 	}
 }
 
+const sourcesOf = new WeakMap<Service, Set<string>>();
+
 /** The services whose records some cached answer of `service` is made of. */
 function sources(service: Service): Set<string> {
-	const actions = Object.values(service.schema.actions ?? {}) as { cache?: Partial<CatalogueCache> }[];
-	return new Set(actions.flatMap(action => action.cache?.from ?? []));
+	let found = sourcesOf.get(service);
+	if (!found) {
+		const actions = Object.values(service.schema.actions ?? {}) as { cache?: Partial<CatalogueCache> }[];
+		sourcesOf.set(service, (found = new Set(actions.flatMap(action => action.cache?.from ?? []))));
+	}
+	return found;
 }
 
 /**
- * Generations for a catalogue service: `clearCache`, which moleculer-db calls after every write,
- * moves the service's generation on and tells every node; each node then drops the answers the
- * write made unreachable. With Redis, generations live there too, so that a node that starts
- * later, or a replica, agrees with the others.
+ * For every service of a node that caches: the news of writes. The node learns each generation
+ * and drops the answers of its services that the write made unreachable. With Redis, a node
+ * starts from the generations stored there, so that a node that starts later agrees with the others.
  */
-export const cacheGenerations: Partial<ServiceSchema> = {
+export const generationNews: Partial<ServiceSchema> = {
 	events: {
 		"cache.clean.*": {
 			params: { generation: { type: "number", integer: true, positive: true } },
@@ -100,6 +105,19 @@ export const cacheGenerations: Partial<ServiceSchema> = {
 			},
 		},
 	},
+	async started(this: Service) {
+		const redis = redisOf(this.broker);
+		if (!redis) return;
+		const stored = await redis.client.mget(CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service)));
+		CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
+	},
+};
+
+/**
+ * For a catalogue service: `clearCache`, which moleculer-db calls after every write, moves the
+ * service's generation on, here and then on every node.
+ */
+export const generationsMoveOn: Partial<ServiceSchema> = {
 	methods: {
 		/** After a write: the service's next generation, known here before the write answers. */
 		async clearCache(this: Service): Promise<void> {
@@ -110,13 +128,5 @@ export const cacheGenerations: Partial<ServiceSchema> = {
 				this.logger.warn(`Could not tell the other nodes of ${this.name} generation ${generation}: ${err.message}`);
 			});
 		},
-	},
-	/** With Redis, starts from the generations the cluster has reached. */
-	async started(this: Service) {
-		const redis = redisOf(this.broker);
-		const services = [...sources(this)];
-		if (!redis || services.length === 0) return;
-		const stored = await redis.client.mget(services.map(service => generationKey(this.broker.namespace, service)));
-		services.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
 	},
 };

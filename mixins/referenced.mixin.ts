@@ -2,7 +2,7 @@ import type { Context } from "moleculer";
 import { claim, release, unclaimed, type ClaimOptions } from "../lib/claims";
 import { config } from "../lib/config";
 import { inUse, notFound, type ErrorText } from "../lib/errors";
-import { newId } from "../lib/ids";
+import { newToken } from "../lib/ids";
 import { id } from "../lib/params";
 import { asMixin, claimStore, type Row } from "./db.mixin";
 
@@ -33,7 +33,7 @@ export function referencedByGames({ field, notFound: unknownText, hasGames }: Re
 				params: { id },
 				async handler(ctx: Context<{ id: string }>): Promise<Record<string, Row>> {
 					const { id } = ctx.params;
-					const token = newId();
+					const token = newToken();
 					const record = await claim(claimStore(this), id, token, deleting);
 					if (!record) throw unknown();
 					try {

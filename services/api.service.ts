@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Errors, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { config, type CatalogueConfig } from "../lib/config";
+import { generationNews } from "../mixins/cache.mixin";
 import { texts } from "../lib/errors";
 import { toFailure } from "../lib/failures";
 import {
@@ -70,7 +71,9 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 	const cors = corsPolicy(options.corsOrigins);
 	return {
 		name: "api",
-		mixins: [ApiGateway],
+		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
+		// follows the writes' generations too.
+		mixins: [ApiGateway, generationNews],
 		settings: {
 			port: options.port,
 			// The whole request must arrive within this (Node's default is 5 minutes): a client

@@ -4,7 +4,7 @@ import { firstFailure } from "../lib/checks";
 import { claim, release, type ClaimOptions } from "../lib/claims";
 import { config } from "../lib/config";
 import { CatalogueError, notFound, texts } from "../lib/errors";
-import { newId } from "../lib/ids";
+import { newId, newToken } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
 import { compileTitleFilter } from "../lib/title-filter";
@@ -111,7 +111,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			async handler(ctx: Context<GameUpdate>): Promise<1> {
 				const { id, title, age } = ctx.params;
 				const references = { category: ctx.params.category.id, author: ctx.params.author.id };
-				const token = newId();
+				const token = newToken();
 				const games = claimStore(this, published);
 				if (!(await claim(games, id, token, changing, references))) throw unknownGame();
 				try {

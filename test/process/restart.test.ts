@@ -26,6 +26,8 @@ test("data written through HTTP survives a restart of the process on the same da
 	} finally {
 		expect(await first.stop()).toBe(0);
 	}
+	// moleculer-db's NeDB update warned on every write (mixins/db.mixin.ts, useNeDbPromises).
+	expect(first.output()).not.toContain("DeprecationWarning");
 
 	const second = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
 	try {

@@ -5,6 +5,7 @@ import MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cacherOptions, generationKey } from "../../lib/cache";
 import { config, SERVICE_NAMES, type ServiceName } from "../../lib/config";
 import brokerOptions from "../../moleculer.config";
+import { remoteReadsCache } from "../../middlewares/remote-cache.middleware";
 import { describeStorage } from "../../mixins/db.mixin";
 import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
@@ -107,7 +108,8 @@ export async function startCatalogue({ middlewares = [], topology = projectTopol
 	const nats = topology === "nats" ? await startNats() : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
-		const created = new ServiceBroker({ ...brokerOptions, ...options, logger: false, middlewares });
+		// The cache is looked up by the caller over NATS: part of how the catalogue reads, in every test.
+		const created = new ServiceBroker({ ...brokerOptions, ...options, logger: false, middlewares: [...middlewares, remoteReadsCache] });
 		for (const name of services) created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};

@@ -1,0 +1,36 @@
+import type { ActionSchema, Context, Middleware, Service } from "moleculer";
+import { cacheKey, type CatalogueCache } from "../mixins/cache.mixin";
+
+/**
+ * A cached read of another node is looked up in this node's cacher (the Redis every node shares)
+ * before the call crosses NATS, so a hit costs the caller one Redis read and no other node any
+ * work. On a miss the call asks the other node not to use its own cache: that node may not have
+ * heard of a write this one has, and its answer is stored here under the generations known here
+ * (README, "Caching").
+ */
+export const remoteReadsCache: Middleware = {
+	name: "RemoteReadsCache",
+	remoteAction(next, action: ActionSchema) {
+		const services = (action.cache as Partial<CatalogueCache> | undefined)?.from;
+		if (!services) return next;
+		return async function cachedRemoteCall(this: Service, ctx: Context<unknown, { $cache?: boolean }>) {
+			const { cacher } = ctx.broker;
+			if (!cacher || cacher.connected === false || ctx.meta.$cache === false) return next.call(this, ctx);
+			const key = cacheKey(ctx, action, services);
+			const cached = await cacher.get(key);
+			if (cached != null) {
+				ctx.cachedResult = true;
+				return cached;
+			}
+			ctx.meta.$cache = false;
+			try {
+				const answer = await next.call(this, ctx);
+				void cacher.set(key, answer);
+				return answer;
+			} finally {
+				// The meta of a call flows back to its caller; this request's other calls may use the cache.
+				delete ctx.meta.$cache;
+			}
+		};
+	},
+};
