@@ -63,7 +63,9 @@ export interface GrowthResult {
 	games: number;
 	answerBytes?: number;
 	requests?: number;
+	/** Mean latency of a list answered from the cache, and of one computed afresh. */
 	meanMs?: number;
+	coldMs?: number;
 	memory: { name: string; bytes: number | null }[];
 	/** What went wrong instead of (or after some of) the measurement: a finding, not a crash. */
 	error?: string;
@@ -72,21 +74,23 @@ export interface GrowthResult {
 const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 
 export function growthTable(results: GrowthResult[]): Table {
-	const rows = [["Run", "Games", "Answer", "Requests", "Mean ms", "ms per MB", "RSS per process", "Note"]];
-	for (const { target, games, answerBytes, requests, meanMs, memory, error } of results) {
-		const measured = answerBytes !== undefined && meanMs !== undefined;
+	const rows = [["Run", "Games", "Answer", "Requests", "Cached ms", "per MB", "Computed ms", "per MB", "RSS per process", "Note"]];
+	for (const { target, games, answerBytes, requests, meanMs, coldMs, memory, error } of results) {
+		const perMb = (ms: number | undefined) => (ms === undefined || !answerBytes ? "—" : (ms / (answerBytes / 1_048_576)).toFixed(1));
 		rows.push([
 			target,
 			games.toLocaleString("en-US"),
 			answerBytes === undefined ? "—" : mb(answerBytes),
 			requests === undefined ? "—" : String(requests),
-			measured ? meanMs.toFixed(0) : "—",
-			measured ? (meanMs / (answerBytes / 1_048_576)).toFixed(1) : "—",
+			meanMs === undefined ? "—" : meanMs.toFixed(0),
+			perMb(meanMs),
+			coldMs === undefined ? "—" : coldMs.toFixed(0),
+			perMb(coldMs),
 			memory.map(({ name, bytes }) => `${name} ${bytes === null ? "gone" : mb(bytes)}`).join(", "),
 			error ?? "",
 		]);
 	}
-	return { rows, right: [false, true, true, true, true, true, false, false] };
+	return { rows, right: [false, true, true, true, true, true, true, true, false, false] };
 }
 
 export function asText({ rows, right }: Table): string {
