@@ -6,7 +6,9 @@ import { cacheKey, type CatalogueCache } from "../mixins/cache.mixin";
  * before the call crosses NATS, so a hit costs the caller one Redis read and no other node any
  * work. On a miss the call asks the other node not to use its own cache: that node may not have
  * heard of a write this one has, and its answer is stored here under the generations known here
- * (README, "Caching").
+ * (README, "Caching"). A node cut off from NATS hears of no write; it stops answering from the
+ * cache when it stops seeing the other nodes (moleculer's heartbeat timeout), since only their
+ * actions pass through here.
  */
 export const remoteReadsCache: Middleware = {
 	name: "RemoteReadsCache",

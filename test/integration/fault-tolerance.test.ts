@@ -1,7 +1,7 @@
 import { Errors, type Middleware, type Service } from "moleculer";
 import brokerOptions from "../../moleculer.config";
 import { drainGateway } from "../../middlewares/drain.middleware";
-import { startCatalogue, stillPending, type Api, type Catalogue, type Topology } from "../support/catalogue";
+import { forgetCachedAnswers, startCatalogue, stillPending, type Api, type Catalogue, type Topology } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
 // The fault-tolerance settings of moleculer.config.ts at work: a fault is staged by a middleware,
@@ -65,7 +65,11 @@ function catalogueFor(topology: Topology) {
 		const [category, author] = [await api.category("Euro"), await api.author()];
 		game = { title: "Agricola", age: 12, category: { id: category.id }, author: { id: author.id } };
 	});
-	afterEach(() => faults.clear());
+	// Each test's reads reach the services, where its faults are staged, not the cache.
+	afterEach(async () => {
+		faults.clear();
+		await forgetCachedAnswers(catalogue);
+	});
 	afterAll(() => catalogue.stop());
 }
 

@@ -1,4 +1,4 @@
-import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { forgetCachedAnswers, startCatalogue, type Catalogue } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
 // The layout the contract's NATS project runs in, checked for itself: were startCatalogue to put
@@ -37,8 +37,18 @@ describe("four brokers over a NATS server of the test's own", () => {
 		const { api, nats } = catalogue;
 		const before = (await api.get("/game")).body;
 		await nats!.stop();
-		await nats!.start();
-		await waitFor("the gateway answers GET /game again", async () => (await api.get("/game")).status === 200);
+		try {
+			// Off NATS, the gateway hears of no write: once it has lost sight of games (heartbeats),
+			// it answers nothing from the shared cache.
+			const seesGames = () => catalogue.broker.registry.getServiceList({ onlyAvailable: true }).some(service => service.name === "games");
+			await waitFor("the gateway loses sight of games", async () => !seesGames());
+			expect((await api.get("/game")).status).toBe(503);
+		} finally {
+			await nats!.start();
+		}
+		// Uncached, so that the answer needs games, categories and authors back on NATS.
+		const listed = async () => (await forgetCachedAnswers(catalogue), (await api.get("/game")).status === 200);
+		await waitFor("the gateway answers GET /game again from the services", listed);
 		expect((await api.get("/game")).body).toEqual(before);
 		const [{ category, author }] = before;
 		const game = { title: "DVONN", age: 9, category: { id: category.id }, author: { id: author.id } };
