@@ -19,7 +19,8 @@ export const remoteReadsCache: Middleware = {
 			const { cacher } = ctx.broker;
 			if (!cacher || cacher.connected === false || ctx.meta.$cache === false) return next.call(this, ctx);
 			const key = cacheKey(ctx, action, services);
-			const cached = await cacher.get(key);
+			// Redis lost in the middle of a read: the read goes to the node, as without a cache.
+			const cached = await cacher.get(key).catch(() => undefined);
 			if (cached != null) {
 				ctx.cachedResult = true;
 				return cached;
@@ -27,7 +28,7 @@ export const remoteReadsCache: Middleware = {
 			ctx.meta.$cache = false;
 			try {
 				const answer = await next.call(this, ctx);
-				void cacher.set(key, answer);
+				cacher.set(key, answer).catch((err: Error) => ctx.broker.logger.warn(`Could not cache ${action.name}: ${err.message}`));
 				return answer;
 			} finally {
 				// The meta of a call flows back to its caller; this request's other calls may use the cache.

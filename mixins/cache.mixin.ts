@@ -108,7 +108,10 @@ export const generationNews: Partial<ServiceSchema> = {
 	async started(this: Service) {
 		const redis = redisOf(this.broker);
 		if (!redis) return;
-		const stored = await redis.client.mget(CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service)));
+		const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
+		const stored = await redis.client.mget(keys).catch((err: Error) => {
+			throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
+		});
 		CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
 	},
 };

@@ -57,6 +57,14 @@ describe("passwords in the connection URIs appear nowhere in a failing node's ou
 		expect(ended.output).not.toContain("Pa55-w0rd");
 	}, 20_000);
 
+	test("REDIS_URL: a node that cannot read the cache generations says so and exits with 1, the password nowhere", async () => {
+		const port = await freePort();
+		const ended = await runUntilExit({ REDIS_URL: `redis://:Pa55-w0rd@127.0.0.1:${port}`, SERVICES: "games", LOGLEVEL: "debug" }, 30_000);
+		expect(ended.code).toBe(1);
+		expect(ended.output).toContain("games cannot start without the cache generations in the Redis of REDIS_URL");
+		expect(ended.output).not.toContain("Pa55-w0rd");
+	}, 40_000);
+
 	test("TRANSPORTER: hidden in the message and in moleculer's logs", async () => {
 		const port = await freePort();
 		const ended = await runUntilExit({ TRANSPORTER: `nats://catalogue:Pa55-w0rd@127.0.0.1:${port}`, START_TIMEOUT: "2", LOGLEVEL: "debug" }, 10_000);
