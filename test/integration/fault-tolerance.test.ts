@@ -1,3 +1,4 @@
+import type { Server } from "node:http";
 import { Errors, type Middleware, type Service } from "moleculer";
 import brokerOptions from "../../moleculer.config";
 import { drainGateway } from "../../middlewares/drain.middleware";
@@ -124,13 +125,22 @@ describe("bulkhead (one broker)", () => {
 	test("beyond the calls a node runs and queues, a call is refused at once with 503; the others are answered", async () => {
 		const [opened, open] = held();
 		faults.stage("games.list", () => opened, "callee");
+		// Requests the gateway has taken in: each is running or queued from that moment on.
+		const server = (catalogue.broker.getLocalService("api") as unknown as { server: Server }).server;
+		let arrived = 0;
+		const count = () => arrived++;
+		server.on("request", count);
 		try {
 			const waiting = Array.from({ length: concurrency + maxQueueSize }, () => api.get("/game"));
-			await waitFor("the games service runs as many calls as it may", async () => faults.reached.get("games.list") === concurrency);
+			// On a busy machine some requests may still be on their way: the one over the limit
+			// must come after all of them, or it would be queued behind the held calls.
+			const full = () => arrived === concurrency + maxQueueSize && faults.reached.get("games.list") === concurrency;
+			await waitFor("the gateway has taken in every request and games runs as many as it may", async () => full());
 			expect(await api.get("/game")).toMatchObject({ status: 503, body: { msg: "The service is temporarily unavailable" } });
 			open();
 			expect((await Promise.all(waiting)).map(answer => answer.status)).toEqual(waiting.map(() => 200));
 		} finally {
+			server.off("request", count);
 			open();
 		}
 	}, 30_000);
