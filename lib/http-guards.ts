@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
@@ -52,6 +52,23 @@ export const queryOnlyForReads: Middleware = (req, _res, next) => {
  */
 export const refuseOptions: Middleware = (req, _res, next) =>
 	next(req.method === "OPTIONS" ? refused(404, texts.notFound, "NOT_FOUND") : undefined);
+
+/** An `X-Request-ID` taken as sent: short, and only characters that are safe in logs and headers. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Gives every request its id before anything else sees it: the client's `X-Request-ID` when it is
+ * a sane one, else a new UUID. moleculer-web makes it the request's `requestID`, which moleculer
+ * carries through every call on every node; it goes back in the answer's `X-Request-ID`.
+ * moleculer-web would prefer an `X-Correlation-ID`, so that one is dropped.
+ */
+export function assignRequestId(req: IncomingMessage, res: ServerResponse): void {
+	const sent = req.headers["x-request-id"];
+	const id = typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID();
+	req.headers["x-request-id"] = id;
+	delete req.headers["x-correlation-id"];
+	res.setHeader("X-Request-ID", id);
+}
 
 /**
  * Security headers for a JSON API (helmet): nothing in an answer may run, load or be framed, and

@@ -1,12 +1,14 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Errors, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
-import { config, type CatalogueConfig } from "../lib/config";
+import { config, SERVICE_NAMES, type CatalogueConfig } from "../lib/config";
 import { generationNews } from "../mixins/cache.mixin";
 import { texts } from "../lib/errors";
 import { toFailure } from "../lib/failures";
+import { isReady } from "../middlewares/readiness.middleware";
 import {
 	answerClientError,
+	assignRequestId,
 	carriesToken,
 	checkJsonBody,
 	limitUrlLength,
@@ -35,7 +37,13 @@ const aliases = {
 	"GET /game": "games.list",
 	"GET /game/:query": "games.list",
 	"DELETE /game/:id": "games.remove",
+
+	"GET /health/live": "api.live",
+	"GET /health/ready": "api.ready",
 };
+
+/** The services the gateway's paths lead to: it is ready once it reaches every one. */
+const NEEDED = SERVICE_NAMES.filter(name => name !== "api");
 
 /** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
 const WRITES = new Set(["PUT", "DELETE"]);
@@ -110,6 +118,24 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				res.end(JSON.stringify(body));
 			},
 		},
+		actions: {
+			// { status: "live" } while the process answers at all.
+			live: {
+				visibility: "published",
+				handler: () => ({ status: "live" }),
+			},
+
+			// { status: "ready" } once this node has started, reaches NATS (in a cluster) and sees
+			// every service its paths lead to; 503 otherwise.
+			ready: {
+				visibility: "published",
+				async handler(this: Service) {
+					const available = new Set(this.broker.registry.getServiceList({ onlyAvailable: true }).map(service => service.name));
+					if ((await isReady(this.broker)) && NEEDED.every(name => available.has(name))) return { status: "ready" };
+					throw new Errors.ServiceNotAvailableError({ action: "api.ready", nodeID: this.broker.nodeID });
+				},
+			},
+		},
 		methods: {
 			// Resolves for a read, or a write that carries the API token; otherwise throws 401. The alias,
 			// not the request, says which: an OPTIONS request is resolved as the method it names.
@@ -123,7 +149,10 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		created() {
 			const server = this.server as Server;
 			// Ahead of moleculer-web's own handler, so every answer carries the headers, 404s included.
-			server.prependListener("request", (req, res) => securityHeaders(req, res, () => undefined));
+			server.prependListener("request", (req, res) => {
+				assignRequestId(req, res);
+				securityHeaders(req, res, () => undefined);
+			});
 			server.on("clientError", answerClientError);
 		},
 	};

@@ -665,6 +665,9 @@ export const requestsByAlias: Record<string, fc.Arbitrary<HostileRequest>> = {
 	"GET /game": route("GET /game", { query: gameFilter }),
 	"GET /game/:query": route("GET /game/:query", { segment: segment(), query: gameFilter }),
 	"DELETE /game/:id": route("DELETE /game/:id", { segment: segment("game") }),
+
+	"GET /health/live": route("GET /health/live", {}),
+	"GET /health/ready": route("GET /health/ready", {}),
 };
 
 /** A hostile request to any route. */

@@ -1,0 +1,91 @@
+import type { Middleware, Service } from "moleculer";
+import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { waitFor } from "../support/process";
+
+// What operators rely on through HTTP: the health paths and the request id (README, "Operators").
+
+let catalogue: Catalogue;
+let api: Api;
+
+/** The request id each action ran with, on every node. */
+const seen: { action: string; requestID: string | null }[] = [];
+const recordRequestIds: Middleware = {
+	localAction(next, action) {
+		return function (this: Service, ctx) {
+			seen.push({ action: String(action.name), requestID: ctx.requestID });
+			return next.call(this, ctx);
+		};
+	},
+};
+
+beforeAll(async () => {
+	catalogue = await startCatalogue({ middlewares: [recordRequestIds] });
+	api = catalogue.api;
+});
+afterAll(() => catalogue.stop());
+
+describe("GET /health/live and GET /health/ready", () => {
+	test("live answers 200 { status: 'live' }", async () => {
+		expect(await api.get("/health/live")).toMatchObject({ status: 200, body: { status: "live" } });
+	});
+
+	test("ready answers 200 { status: 'ready' } once the gateway reaches authors, categories and games", async () => {
+		expect(await api.get("/health/ready")).toMatchObject({ status: 200, body: { status: "ready" } });
+	});
+
+	test("ready answers 503 once a service the gateway needs is gone; live still answers", async () => {
+		const own = await startCatalogue();
+		try {
+			const host = own.brokers.find(broker => broker.getLocalService("games"))!;
+			// Over NATS its node stops; in one broker the service alone goes.
+			if (own.topology === "nats") await host.stop();
+			else await host.destroyService(host.getLocalService("games")!);
+			await waitFor("the gateway notices games is gone", async () => (await own.api.get("/health/ready")).status === 503);
+			expect(await own.api.get("/health/ready")).toMatchObject({ status: 503, body: { msg: "The service is temporarily unavailable" } });
+			expect((await own.api.get("/health/live")).status).toBe(200);
+		} finally {
+			await own.stop();
+		}
+	});
+});
+
+describe("X-Request-ID", () => {
+	const category = () => api.category(`Request ${seen.length}`);
+
+	test("the id sent comes back, and every action the request ran on every node had it", async () => {
+		const sent = `trace-${Date.now()}`;
+		const author = await api.author("Alan R. Moon", "American");
+		const cat = await category();
+		seen.length = 0;
+		const answer = await api.send("PUT", "/game", { title: "Ticket to Ride", age: 8, category: cat, author }, undefined, { "X-Request-ID": sent });
+		expect(answer.status).toBe(200);
+		expect(answer.headers.get("x-request-id")).toBe(sent);
+		const actions = seen.filter(call => call.requestID === sent).map(call => call.action);
+		expect(actions).toEqual(expect.arrayContaining(["api.rest", "games.create", "categories.referable", "authors.referable"]));
+		expect(seen.every(call => call.requestID === sent)).toBe(true);
+	});
+
+	test("without one, each request gets an id of its own, in the answer too", async () => {
+		const [first, second] = [await api.get("/category"), await api.get("/category")];
+		expect(first.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+		expect(second.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"));
+	});
+
+	test.each([
+		["too long", "x".repeat(129)],
+		["with spaces", "a b"],
+		["with characters unsafe in logs", "id\u00e9;<script>"],
+	])("one %s is replaced by an id of its own", async (_case, sent) => {
+		const answer = await api.send("GET", "/category", undefined, undefined, { "X-Request-ID": sent });
+		expect(answer.status).toBe(200);
+		expect(answer.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+	});
+
+	test("failures carry it too: a 400, a 404 and a refused body", async () => {
+		for (const [method, path, body] of [["GET", "/author/unknown"], ["GET", "/nowhere"], ["PUT", "/author", "{"]] as const) {
+			const answer = await api.send(method, path, undefined, body, { "X-Request-ID": "failing-1" });
+			expect(answer.status).toBeGreaterThanOrEqual(400);
+			expect(answer.headers.get("x-request-id")).toBe("failing-1");
+		}
+	});
+});
