@@ -1,24 +1,9 @@
+import type { Author } from "../services/authors.types";
+import type { Category } from "../services/categories.types";
+import type { Game } from "../services/games.types";
 import { inPool, sendJson } from "./http";
 
-export interface Category {
-	id: string;
-	name: string;
-}
-
-export interface Author {
-	id: string;
-	name: string;
-	nationality: string;
-}
-
-/** A game as stored: its category and author by id. */
-export interface Game {
-	id: string;
-	title: string;
-	age: number;
-	category: string;
-	author: string;
-}
+export type { Category, Game };
 
 /** What was seeded into one running catalogue, with the ids it gave. */
 export interface Seeded {

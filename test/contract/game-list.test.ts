@@ -1,4 +1,4 @@
-import type { Middleware, Service } from "moleculer";
+import { actionCounter } from "../support/calls";
 import { forgetCachedAnswers, startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 
 type Game = { id: string; title: string; category: { id: string; name: string }; author: { id: string } };
@@ -12,16 +12,7 @@ let teuber: { id: string };
 let games: Game[];
 
 /** Counts how often each action runs, to show that populating does not grow with the list. */
-const calls = new Map<string, number>();
-const countCalls: Middleware = {
-	localAction(next, action) {
-		const name = String(action.name);
-		return function (this: Service, ctx) {
-			calls.set(name, (calls.get(name) ?? 0) + 1);
-			return next.call(this, ctx);
-		};
-	},
-};
+const { calls, middleware: countCalls } = actionCounter();
 
 const titles = (list: Game[]) => list.map(game => game.title);
 

@@ -1,4 +1,4 @@
-import type { Middleware, Service } from "moleculer";
+import { actionCounter } from "../support/calls";
 import { newId } from "../../lib/ids";
 import { forgetCachedAnswers, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
@@ -9,16 +9,7 @@ import { forgetCachedAnswers, localService, startCatalogue, type Catalogue } fro
 let catalogue: Catalogue;
 
 /** How often each action runs, on every node. */
-const calls = new Map<string, number>();
-const countCalls: Middleware = {
-	localAction(next, action) {
-		const name = String(action.name);
-		return function (this: Service, ctx) {
-			calls.set(name, (calls.get(name) ?? 0) + 1);
-			return next.call(this, ctx);
-		};
-	},
-};
+const { calls, middleware: countCalls } = actionCounter();
 
 let categories: { id: string }[];
 let authors: { id: string }[];

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { connect } from "node:net";
 import path from "node:path";
-import { freePort, root } from "./process";
+import { freePort, listening, root } from "./process";
 
 /** Debian's package installs it here; elsewhere it must be on PATH (see README, Tests). */
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
@@ -13,16 +12,6 @@ export interface NatsServer {
 	/** Stops the server; `start` brings it back on the same port. */
 	stop(): Promise<void>;
 	start(): Promise<void>;
-}
-
-function accepts(port: number): Promise<boolean> {
-	return new Promise(resolve => {
-		const socket = connect(port, "127.0.0.1", () => {
-			socket.destroy();
-			resolve(true);
-		});
-		socket.on("error", () => resolve(false));
-	});
 }
 
 /** A nats-server of the test's own, configured as a cluster's (nats.conf), on a free loopback port, ready when this resolves. */
@@ -40,12 +29,7 @@ export async function startNats(timeoutMs = 10_000): Promise<NatsServer> {
 			child!.once("error", err => reject(new Error(`cannot run ${NATS_SERVER}: ${err.message} (see README, Tests)`)));
 			child!.once("exit", code => reject(new Error(`nats-server exited with ${code}:\n${output}`)));
 		});
-		failed.catch(() => undefined);
-		const deadline = Date.now() + timeoutMs;
-		while (!(await Promise.race([accepts(port), failed]))) {
-			if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms:\n${output}`);
-			await new Promise(resolve => setTimeout(resolve, 50));
-		}
+		await listening(port, failed, timeoutMs, () => `nats-server did not listen on ${port} within ${timeoutMs} ms:\n${output}`);
 	}
 
 	function stop() {

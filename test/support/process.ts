@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import path from "node:path";
 import { Api, within } from "./catalogue";
 
@@ -16,6 +16,30 @@ export function freePort(): Promise<number> {
 		});
 		server.on("error", reject);
 	});
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port` now. */
+function accepts(port: number): Promise<boolean> {
+	return new Promise(resolve => {
+		const socket = connect(port, "127.0.0.1", () => {
+			socket.destroy();
+			resolve(true);
+		});
+		socket.on("error", () => resolve(false));
+	});
+}
+
+/**
+ * Resolves once a server the test started listens on `port`; rejects with `failed`'s reason when
+ * the server cannot run or exits first, or after `timeoutMs` with `late()`'s message.
+ */
+export async function listening(port: number, failed: Promise<never>, timeoutMs: number, late: () => string): Promise<void> {
+	failed.catch(() => undefined);
+	const deadline = Date.now() + timeoutMs;
+	while (!(await Promise.race([accepts(port), failed]))) {
+		if (Date.now() > deadline) throw new Error(late());
+		await new Promise(resolve => setTimeout(resolve, 50));
+	}
 }
 
 /** A node in a process of its own, started as `npm start` starts one. */

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { connect } from "node:net";
-import { freePort } from "./process";
+import { freePort, listening } from "./process";
 
 /** A redis-server of the test's own, keeping nothing on disk, so it can be stopped and restarted. */
 export interface RedisServer {
@@ -11,15 +10,6 @@ export interface RedisServer {
 	start(): Promise<void>;
 }
 
-const accepts = (port: number) =>
-	new Promise<boolean>(resolve => {
-		const socket = connect(port, "127.0.0.1", () => {
-			socket.destroy();
-			resolve(true);
-		});
-		socket.on("error", () => resolve(false));
-	});
-
 /** Debian's redis-server (apt-get install redis-server) on a free loopback port. */
 export async function startRedis(timeoutMs = 10_000): Promise<RedisServer> {
 	const port = await freePort();
@@ -28,12 +18,7 @@ export async function startRedis(timeoutMs = 10_000): Promise<RedisServer> {
 	async function start() {
 		child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
 		const failed = new Promise<never>((_, reject) => child!.once("error", err => reject(new Error(`cannot run redis-server: ${err.message}`))));
-		failed.catch(() => undefined);
-		const deadline = Date.now() + timeoutMs;
-		while (!(await Promise.race([accepts(port), failed]))) {
-			if (Date.now() > deadline) throw new Error(`redis-server did not listen on ${port} within ${timeoutMs} ms`);
-			await new Promise(resolve => setTimeout(resolve, 50));
-		}
+		await listening(port, failed, timeoutMs, () => `redis-server did not listen on ${port} within ${timeoutMs} ms`);
 	}
 
 	const stop = () =>
