@@ -17,6 +17,8 @@ COPY --from=build /app/dist dist
 RUN mkdir data && chown node:node data
 USER node
 EXPOSE 3000
+# Ready: the node has started, reaches NATS, and every service it needs answers, stores included
+# (README, "Health and request ids"); compose uses this check for every catalogue service.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
-    CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/`).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+    CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/health/ready`).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "node_modules/moleculer/bin/moleculer-runner.js", "--config", "dist/moleculer.config.js"]

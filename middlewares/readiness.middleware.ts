@@ -1,8 +1,17 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
+import { texts } from "../lib/errors";
 
-/** How long the probe waits for NATS to answer its round trip. */
+/** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
+
+/** The catalogue services whose records a node's services read or write, through `<name>.ready`. */
+const NEEDS: Record<string, string[]> = {
+	api: ["authors", "categories", "games"],
+	games: ["games", "authors", "categories"],
+	authors: ["authors", "games"],
+	categories: ["categories", "games"],
+};
 
 interface NatsConnection {
 	rtt(): Promise<number>;
@@ -38,20 +47,55 @@ export async function isReady(broker: ServiceBroker): Promise<boolean> {
 	return nats ? natsAnswers(nats) : true;
 }
 
+/** What a node is waiting for: nothing once it is ready. */
+export interface Readiness {
+	ready: boolean;
+	/** `node` (not started, stopping, or NATS lost), or the services whose `ready` did not answer. */
+	waitingFor: string[];
+}
+
 /**
- * A readiness probe for container health checks on every node, gateway or not: `GET /` on
- * `port` answers 200 `{ status: "ready" }` once the node is ready, 503 `{ status: "not ready" }`
- * before that, while stopping, and while the transporter connection is lost.
+ * Ready: the node is (isReady above), and every catalogue service its own services need answers
+ * its `ready` action (mixins/db.mixin.ts), here or on another node: a round trip that also reads
+ * that service's store. A node's own services are among those it needs.
+ */
+export async function readiness(broker: ServiceBroker): Promise<Readiness> {
+	if (!(await isReady(broker))) return { ready: false, waitingFor: ["node"] };
+	const needed = new Set(broker.services.flatMap(service => NEEDS[service.name] ?? []));
+	const answers = await Promise.all(
+		[...needed].sort().map(name =>
+			broker.call(`${name}.ready`, {}, { timeout: RTT_TIMEOUT_MS, retries: 0 }).then(
+				() => null,
+				() => name,
+			),
+		),
+	);
+	const waitingFor = answers.filter(name => name !== null);
+	return { ready: waitingFor.length === 0, waitingFor };
+}
+
+/**
+ * Health paths for container health checks on every node, gateway or not, on `port`:
+ * `GET /health/live` answers 200 `{ status: "live" }` while the process answers, and
+ * `GET /health/ready` 200 `{ status: "ready" }` once the node is ready (readiness above), 503
+ * `{ status: "not ready", waitingFor }` before that, while stopping, while the transporter
+ * connection is lost, and while a service it needs or its store does not answer.
  */
 export function readinessProbe(port: number): Middleware {
 	let server: Server | undefined;
 	return {
 		name: "ReadinessProbe",
 		starting(broker: ServiceBroker) {
-			server = createServer(async (_request, response) => {
-				const ready = await isReady(broker);
-				response.writeHead(ready ? 200 : 503, { "Content-Type": "application/json" });
-				response.end(JSON.stringify({ status: ready ? "ready" : "not ready", nodeID: broker.nodeID }));
+			server = createServer(async (request, response) => {
+				const answer = (status: number, body: object) => {
+					response.writeHead(status, { "Content-Type": "application/json" });
+					response.end(JSON.stringify({ ...body, nodeID: broker.nodeID }));
+				};
+				const path = request.method === "GET" ? request.url : undefined;
+				if (path === "/health/live") return answer(200, { status: "live" });
+				if (path !== "/health/ready") return answer(404, { msg: texts.notFound });
+				const { ready, waitingFor } = await readiness(broker);
+				answer(ready ? 200 : 503, ready ? { status: "ready" } : { status: "not ready", waitingFor });
 			});
 			return new Promise<void>((resolve, reject) => {
 				server!.once("error", reject);

@@ -174,6 +174,16 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound
 				},
 			},
 
+			// { status: "ready" } once the store answers a read; its failure passes on. Readiness
+			// (middlewares/readiness.middleware.ts) asks it, bounded by its call's timeout: not on HTTP.
+			ready: {
+				visibility: "public",
+				async handler(): Promise<{ status: "ready" }> {
+					await this.adapter.findOne({ _id: "" });
+					return { status: "ready" };
+				},
+			},
+
 			// How many records the collection holds. For operators (the REPL): not on HTTP.
 			count: {
 				...readOnly,

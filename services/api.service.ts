@@ -1,11 +1,11 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Errors, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
-import { config, SERVICE_NAMES, type CatalogueConfig } from "../lib/config";
+import { config, type CatalogueConfig } from "../lib/config";
 import { generationNews } from "../mixins/cache.mixin";
 import { texts } from "../lib/errors";
 import { toFailure } from "../lib/failures";
-import { isReady } from "../middlewares/readiness.middleware";
+import { readiness } from "../middlewares/readiness.middleware";
 import {
 	answerClientError,
 	assignRequestId,
@@ -41,9 +41,6 @@ const aliases = {
 	"GET /health/live": "api.live",
 	"GET /health/ready": "api.ready",
 };
-
-/** The services the gateway's paths lead to: it is ready once it reaches every one. */
-const NEEDED = SERVICE_NAMES.filter(name => name !== "api");
 
 /** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
 const WRITES = new Set(["PUT", "DELETE"]);
@@ -125,13 +122,12 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				handler: () => ({ status: "live" }),
 			},
 
-			// { status: "ready" } once this node has started, reaches NATS (in a cluster) and sees
-			// every service its paths lead to; 503 otherwise.
+			// { status: "ready" } once this node has started, reaches NATS (in a cluster), and every
+			// service its paths lead to answers, its store included; 503 otherwise.
 			ready: {
 				visibility: "published",
 				async handler(this: Service) {
-					const available = new Set(this.broker.registry.getServiceList({ onlyAvailable: true }).map(service => service.name));
-					if ((await isReady(this.broker)) && NEEDED.every(name => available.has(name))) return { status: "ready" };
+					if ((await readiness(this.broker)).ready) return { status: "ready" };
 					throw new Errors.ServiceNotAvailableError({ action: "api.ready", nodeID: this.broker.nodeID });
 				},
 			},

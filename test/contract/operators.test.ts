@@ -1,5 +1,5 @@
 import type { Middleware, Service } from "moleculer";
-import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
 // What operators rely on through HTTP: the health paths and the request id (README, "Operators").
@@ -30,6 +30,12 @@ describe("GET /health/live and GET /health/ready", () => {
 	});
 
 	test("ready answers 200 { status: 'ready' } once the gateway reaches authors, categories and games", async () => {
+		expect(await api.get("/health/ready")).toMatchObject({ status: 200, body: { status: "ready" } });
+	});
+
+	test("ready answers 503 while the games store does not answer, 200 again once it does", async () => {
+		const whileBroken = await withBrokenStorage(catalogue, ["games", "findOne"], () => api.get("/health/ready"));
+		expect(whileBroken).toMatchObject({ status: 503, body: { msg: "The service is temporarily unavailable" } });
 		expect(await api.get("/health/ready")).toMatchObject({ status: 200, body: { status: "ready" } });
 	});
 

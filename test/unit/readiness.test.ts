@@ -6,13 +6,13 @@ import { freePort } from "../support/process";
 
 interface Probe {
 	status: number;
-	body: { status: string; nodeID: string };
+	body: { status: string; nodeID: string; waitingFor?: string[] };
 }
 
-/** What the probe answers, or undefined while nothing listens on the port. */
-async function probe(port: number): Promise<Probe | undefined> {
+/** What the probe's `path` answers, or undefined while nothing listens on the port. */
+async function probe(port: number, path = "/health/ready"): Promise<Probe | undefined> {
 	try {
-		const response = await fetch(`http://127.0.0.1:${port}/`);
+		const response = await fetch(`http://127.0.0.1:${port}${path}`);
 		return { status: response.status, body: await response.json() };
 	} catch {
 		return undefined;
@@ -55,7 +55,8 @@ describe("readiness probe of a node without a transporter", () => {
 		broker.createService({ name: "slow", started: () => starting.opened, stopped: () => stopping.opened });
 		try {
 			const started = broker.start();
-			expect(await probeUntil(port, 503)).toEqual({ status: 503, body: { status: "not ready", nodeID: "probe-local" } });
+			expect(await probeUntil(port, 503)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["node"], nodeID: "probe-local" } });
+			expect(await probe(port, "/health/live")).toEqual({ status: 200, body: { status: "live", nodeID: "probe-local" } });
 			starting.open();
 			await started;
 			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-local" } });
@@ -69,6 +70,52 @@ describe("readiness probe of a node without a transporter", () => {
 		} finally {
 			starting.open();
 			stopping.open();
+			await broker.stop();
+		}
+	});
+});
+
+describe("health paths of the probe", () => {
+	test("only GET /health/live and GET /health/ready are answered; anything else is 404 { msg }", async () => {
+		const port = await freePort();
+		const broker = new ServiceBroker({ nodeID: "probe-paths", logger: false, middlewares: [readinessProbe(port)] });
+		await broker.start();
+		try {
+			expect(await probe(port, "/")).toEqual({ status: 404, body: { msg: "Not found", nodeID: "probe-paths" } });
+			expect(await probe(port, "/health/ready?x=1")).toMatchObject({ status: 404 });
+			const post = await fetch(`http://127.0.0.1:${port}/health/ready`, { method: "POST" });
+			expect(post.status).toBe(404);
+		} finally {
+			await broker.stop();
+		}
+	});
+});
+
+describe("readiness of a node with catalogue services", () => {
+	test("503 with what it waits for: a service its own need (games needs categories) and a store that fails; 200 once all answer", async () => {
+		const port = await freePort();
+		const broker = new ServiceBroker({ nodeID: "probe-needs", logger: false, middlewares: [readinessProbe(port)] });
+		let gamesStoreAnswers = false;
+		const service = (name: string, answers: () => boolean) => ({
+			name,
+			actions: {
+				ready() {
+					if (!answers()) throw new Error("disk unavailable");
+					return { status: "ready" };
+				},
+			},
+		});
+		broker.createService(service("authors", () => true));
+		broker.createService(service("games", () => gamesStoreAnswers));
+		await broker.start();
+		try {
+			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["categories", "games"], nodeID: "probe-needs" } });
+			broker.createService(service("categories", () => true));
+			await broker.waitForServices("categories", 5000);
+			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["games"], nodeID: "probe-needs" } });
+			gamesStoreAnswers = true;
+			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-needs" } });
+		} finally {
 			await broker.stop();
 		}
 	});
@@ -113,7 +160,7 @@ describe("readiness probe of a node in a cluster", () => {
 	test("503 while the NATS server is down, 200 again once the node has reconnected", async () => {
 		await nats.stop();
 		try {
-			expect(await probeUntil(port, 503, 5000)).toEqual({ status: 503, body: { status: "not ready", nodeID: "probe-cluster" } });
+			expect(await probeUntil(port, 503, 5000)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["node"], nodeID: "probe-cluster" } });
 		} finally {
 			// Back in any case: stopping a broker whose NATS connection is down fails half-way.
 			await nats.start();
