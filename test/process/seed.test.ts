@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import path from "node:path";
 import { sampleCatalogue } from "../../scripts/sample-catalogue";
 import type { Api } from "../support/catalogue";
@@ -132,3 +133,19 @@ test("with nothing listening at the address it fails with 1, naming the address 
 	expect(run.output).toContain(`Cannot reach the catalogue at http://127.0.0.1:${port}`);
 	expect(run.output).toContain("npm start");
 });
+
+test("a server that takes the request and never answers fails the seed with 1 once its time bound (15 s) is over", async () => {
+	const sockets: Socket[] = [];
+	const silent = createServer(socket => sockets.push(socket));
+	await new Promise<void>(resolve => silent.listen(0, "127.0.0.1", resolve));
+	const { port } = silent.address() as { port: number };
+	try {
+		const run = await runSeed({ CATALOGUE_URL: `http://127.0.0.1:${port}` });
+		expect(run.code).toBe(1);
+		expect(run.output).toContain(`GET /category: the catalogue at http://127.0.0.1:${port} did not answer within 15 s`);
+		expect(sockets.length).toBeGreaterThan(0);
+	} finally {
+		for (const socket of sockets) socket.destroy();
+		await new Promise(resolve => silent.close(resolve));
+	}
+}, 40_000);
