@@ -3,7 +3,7 @@ import type { AuthorBody } from "../services/authors.types";
 /** A game of the sample. Its category and author are named, not given by id: ids are the catalogue's. */
 export interface SampleGame {
 	title: string;
-	/** The youngest age the publisher recommends the game for. */
+	/** The recommended minimum age: a whole number, 0 to 99. */
 	age: number;
 	/** The name of one of the sample's categories. */
 	category: string;
