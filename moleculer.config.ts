@@ -15,7 +15,7 @@ const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: config.transporter ? { type: "NATS", options: { url: config.transporter } } : null,
 	logLevel: config.logLevel,
-	// README, "Observability": JSON logs in production, Prometheus at METRICS_PORT, spans to TRACING_EXPORTER.
+	// README, "Observability": JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
 	logger: loggerOptions(config),
 	metrics: metricsOptions(config),
 	tracing: tracingOptions(config),

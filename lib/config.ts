@@ -43,7 +43,7 @@ export interface CatalogueConfig {
 	metricsPort: number | null;
 	/** `json` (one object per line) or `text` (`LOG_FORMAT`; default json when NODE_ENV=production, else text). */
 	logFormat: LogFormat;
-	/** Where spans go (`TRACING_EXPORTER`, `TRACING_URL`); tracing is off when unset. */
+	/** Where spans go (`TRACE_EXPORTER`, `ZIPKIN_URL`); tracing is off when unset. */
 	tracing: Tracing | null;
 }
 
@@ -121,20 +121,24 @@ function logFormat(value: string | undefined, nodeEnv: string | undefined): LogF
 	return oneOf("LOG_FORMAT", value || (nodeEnv === "production" ? "json" : "text"), ["json", "text"] as const);
 }
 
-/** The console exporter prints span trees to standard output, which JSON log lines cannot share. */
+/**
+ * Not TRACING_*: moleculer-runner sets any broker option whose path it finds spelled as a variable
+ * (TRACING_EXPORTER would replace `tracing.exporter`). The console exporter prints span trees to
+ * standard output, which JSON log lines cannot share.
+ */
 function tracing(exporter: string | undefined, url: string | undefined, format: LogFormat): Tracing | null {
 	if (!exporter) {
-		if (url) throw new ConfigError("TRACING_URL is only read with TRACING_EXPORTER=zipkin");
+		if (url) throw new ConfigError("ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin");
 		return null;
 	}
-	const chosen = oneOf("TRACING_EXPORTER", exporter, ["zipkin", "console"] as const);
+	const chosen = oneOf("TRACE_EXPORTER", exporter, ["zipkin", "console"] as const);
 	if (chosen === "console") {
-		if (url) throw new ConfigError("TRACING_URL is only read with TRACING_EXPORTER=zipkin");
-		if (format === "json") throw new ConfigError("TRACING_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text");
+		if (url) throw new ConfigError("ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin");
+		if (format === "json") throw new ConfigError("TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text");
 		return { exporter: "console" };
 	}
 	if (!url || !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(url))
-		throw new ConfigError(`TRACING_EXPORTER=zipkin needs TRACING_URL, Zipkin's base URL such as http://zipkin:9411; got "${url ?? ""}"`);
+		throw new ConfigError(`TRACE_EXPORTER=zipkin needs ZIPKIN_URL, Zipkin's base URL such as http://zipkin:9411; got "${url ?? ""}"`);
 	return { exporter: "zipkin", url: url.replace(/\/+$/, "") };
 }
 
@@ -161,7 +165,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		apiToken: apiToken(env.API_TOKEN),
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,
-		tracing: tracing(env.TRACING_EXPORTER, env.TRACING_URL, format),
+		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),
 	};
 }
 

@@ -56,7 +56,7 @@ class ZipkinExporter extends TracerExporters.Zipkin {
 	}
 }
 
-/** Every request traced, its spans sent where TRACING_EXPORTER says; off without it. */
+/** Every request traced, its spans sent where TRACE_EXPORTER says; off without it. */
 export function tracingOptions({ tracing }: Pick<CatalogueConfig, "tracing">): BrokerOptions["tracing"] {
 	if (tracing === null) return undefined;
 	if (tracing.exporter === "console") return { enabled: true, exporter: { type: "Console" } };

@@ -49,8 +49,8 @@ describe("readConfig", () => {
 			METRICS_PORT: "3030",
 			LOG_FORMAT: "text",
 			NODE_ENV: "production",
-			TRACING_EXPORTER: "zipkin",
-			TRACING_URL: "http://zipkin:9411/",
+			TRACE_EXPORTER: "zipkin",
+			ZIPKIN_URL: "http://zipkin:9411/",
 		});
 		expect(config).toEqual({
 			port: 8080,
@@ -89,7 +89,7 @@ describe("readConfig", () => {
 	});
 
 	test("console tracing goes with text logs", () => {
-		expect(readConfig({ TRACING_EXPORTER: "console" }).tracing).toEqual({ exporter: "console" });
+		expect(readConfig({ TRACE_EXPORTER: "console" }).tracing).toEqual({ exporter: "console" });
 	});
 
 	test.each([
@@ -113,11 +113,11 @@ describe("readConfig", () => {
 		[{ API_TOKEN: "a token with spaces in it" }, /API_TOKEN/],
 		[{ METRICS_PORT: "metrics" }, /METRICS_PORT must be a whole number from 1 to 65535/],
 		[{ LOG_FORMAT: "yaml" }, /LOG_FORMAT must be one of json, text; got "yaml"/],
-		[{ TRACING_EXPORTER: "jaeger" }, /TRACING_EXPORTER must be one of zipkin, console; got "jaeger"/],
-		[{ TRACING_EXPORTER: "zipkin" }, /TRACING_EXPORTER=zipkin needs TRACING_URL/],
-		[{ TRACING_EXPORTER: "zipkin", TRACING_URL: "zipkin:9411" }, /TRACING_URL, Zipkin's base URL such as http:\/\/zipkin:9411; got "zipkin:9411"/],
-		[{ TRACING_URL: "http://zipkin:9411" }, /TRACING_URL is only read with TRACING_EXPORTER=zipkin/],
-		[{ TRACING_EXPORTER: "console", NODE_ENV: "production" }, /TRACING_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text/],
+		[{ TRACE_EXPORTER: "jaeger" }, /TRACE_EXPORTER must be one of zipkin, console; got "jaeger"/],
+		[{ TRACE_EXPORTER: "zipkin" }, /TRACE_EXPORTER=zipkin needs ZIPKIN_URL/],
+		[{ TRACE_EXPORTER: "zipkin", ZIPKIN_URL: "zipkin:9411" }, /ZIPKIN_URL, Zipkin's base URL such as http:\/\/zipkin:9411; got "zipkin:9411"/],
+		[{ ZIPKIN_URL: "http://zipkin:9411" }, /ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin/],
+		[{ TRACE_EXPORTER: "console", NODE_ENV: "production" }, /TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text/],
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);
