@@ -17,7 +17,7 @@ describe("broker options from the configuration", () => {
 	test("tracing: off, the console, or Zipkin at ZIPKIN_URL", () => {
 		expect(tracingOptions({ tracing: null })).toBeUndefined();
 		expect(tracingOptions({ tracing: { exporter: "console" } })).toEqual({ enabled: true, exporter: { type: "Console" } });
-		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as { exporter: { opts: { baseURL: string } } };
+		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as unknown as { exporter: { opts: { baseURL: string } } };
 		expect(zipkin.exporter.opts.baseURL).toBe("http://zipkin:9411");
 	});
 
