@@ -1,6 +1,7 @@
 import type { BrokerOptions, Errors } from "moleculer";
 import { cacherOptions } from "./lib/cache";
 import { config } from "./lib/config";
+import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability";
 import { hideCredentials } from "./lib/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
@@ -14,6 +15,10 @@ const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: config.transporter ? { type: "NATS", options: { url: config.transporter } } : null,
 	logLevel: config.logLevel,
+	// README, "Observability": JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
+	logger: loggerOptions(config),
+	metrics: metricsOptions(config),
+	tracing: tracingOptions(config),
 	// Reads are cached; every write moves the cache on (README, "Caching").
 	cacher: cacherOptions(config),
 	// Fault tolerance, chosen on purpose (README, "Fault tolerance"). moleculer waits for ever by

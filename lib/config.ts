@@ -39,7 +39,18 @@ export interface CatalogueConfig {
 	redisUrl: string | null;
 	/** The bearer token writes need (`API_TOKEN`); writes are open when unset. Never put into service settings. */
 	apiToken: string | null;
+	/** Port of the node's Prometheus metrics at /metrics (`METRICS_PORT`); metrics are off when unset. */
+	metricsPort: number | null;
+	/** `json` (one object per line) or `text` (`LOG_FORMAT`; default json when NODE_ENV=production, else text). */
+	logFormat: LogFormat;
+	/** Where spans go (`TRACE_EXPORTER`, `ZIPKIN_URL`); tracing is off when unset. */
+	tracing: Tracing | null;
 }
+
+export type LogFormat = "json" | "text";
+
+/** moleculer's own exporters that need no other package: Zipkin (over HTTP) or the console (development). */
+export type Tracing = { exporter: "zipkin"; url: string } | { exporter: "console" };
 
 export interface RateLimit {
 	limit: number;
@@ -106,8 +117,34 @@ function apiToken(value: string | undefined): string | null {
 	return value;
 }
 
+function logFormat(value: string | undefined, nodeEnv: string | undefined): LogFormat {
+	return oneOf("LOG_FORMAT", value || (nodeEnv === "production" ? "json" : "text"), ["json", "text"] as const);
+}
+
+/**
+ * Not TRACING_*: moleculer-runner sets any broker option whose path it finds spelled as a variable
+ * (TRACING_EXPORTER would replace `tracing.exporter`). The console exporter prints span trees to
+ * standard output, which JSON log lines cannot share.
+ */
+function tracing(exporter: string | undefined, url: string | undefined, format: LogFormat): Tracing | null {
+	if (!exporter) {
+		if (url) throw new ConfigError("ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin");
+		return null;
+	}
+	const chosen = oneOf("TRACE_EXPORTER", exporter, ["zipkin", "console"] as const);
+	if (chosen === "console") {
+		if (url) throw new ConfigError("ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin");
+		if (format === "json") throw new ConfigError("TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text");
+		return { exporter: "console" };
+	}
+	if (!url || !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(url))
+		throw new ConfigError(`TRACE_EXPORTER=zipkin needs ZIPKIN_URL, Zipkin's base URL such as http://zipkin:9411; got "${url ?? ""}"`);
+	return { exporter: "zipkin", url: url.replace(/\/+$/, "") };
+}
+
 export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfig {
 	const requestTimeoutMs = wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000;
+	const format = logFormat(env.LOG_FORMAT, env.NODE_ENV);
 	return {
 		port: wholeNumber("PORT", env.PORT ?? "3000", 0, 65535),
 		dataDir: path.resolve(env.DATA_DIR || "data"),
@@ -126,6 +163,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		rateLimit: rateLimit(env.RATE_LIMIT, env.RATE_LIMIT_WINDOW),
 		redisUrl: redisUrl(env.REDIS_URL),
 		apiToken: apiToken(env.API_TOKEN),
+		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
+		logFormat: format,
+		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),
 	};
 }
 

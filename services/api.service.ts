@@ -3,6 +3,7 @@ import { Errors, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { config, type CatalogueConfig } from "../lib/config";
 import { generationNews } from "../mixins/cache.mixin";
+import { observeRequests, requestFields } from "../lib/access-log";
 import { texts } from "../lib/errors";
 import { toFailure } from "../lib/failures";
 import { readiness } from "../middlewares/readiness.middleware";
@@ -107,7 +108,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
 			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
 				const { status, body, headers } = toFailure(err);
-				if (status >= 500) this.logger.error("Request failed:", err);
+				if (status >= 500) this.logger.error(requestFields(req), "Request failed:", err);
 				if (status === 429) res.setHeader("Retry-After", retryAfter(req));
 				for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
 				res.setHeader("Content-Type", "application/json; charset=utf-8");
@@ -150,6 +151,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				securityHeaders(req, res, () => undefined);
 			});
 			server.on("clientError", answerClientError);
+			observeRequests(server, this.logger, this.broker.metrics);
 		},
 	};
 }

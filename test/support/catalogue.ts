@@ -98,18 +98,21 @@ export interface CatalogueOptions {
 	topology?: Topology;
 	/** Gateway settings other than the configuration's (CORS, rate limit, API token, ...). */
 	settings?: Partial<GatewayOptions>;
+	/** More broker options for the node that runs the gateway (metrics on a port of the test's own, ...). */
+	gatewayBroker?: BrokerOptions;
 }
 
 /**
  * The four services with the storage of the environment (memory, or MongoDB in that project), laid
  * out as `topology` says, the gateway on a free port; resolves once the gateway reaches every service.
  */
-export async function startCatalogue({ middlewares = [], topology = projectTopology(), settings }: CatalogueOptions = {}): Promise<Catalogue> {
+export async function startCatalogue({ middlewares = [], topology = projectTopology(), settings, gatewayBroker }: CatalogueOptions = {}): Promise<Catalogue> {
 	const nats = topology === "nats" ? await startNats() : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
 		// The cache is looked up by the caller over NATS: part of how the catalogue reads, in every test.
-		const created = new ServiceBroker({ ...brokerOptions, ...options, logger: false, middlewares: [...middlewares, remoteReadsCache] });
+		const gatewayOptions = services.includes("api") ? gatewayBroker : {};
+		const created = new ServiceBroker({ ...brokerOptions, ...options, ...gatewayOptions, logger: false, middlewares: [...middlewares, remoteReadsCache] });
 		for (const name of services) created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};

@@ -12,10 +12,11 @@ declare const catalogueProject: CatalogueProject;
 
 // The tests decide the catalogue's environment, for the in-process catalogue and the processes
 // the tests start alike: a developer's exported settings must not turn a test run into one that
-// writes files, joins a cluster or uses another body limit. The catalogue over NATS caches in the
-// Redis of REDIS_URL (this machine's by default); in one broker it caches in memory, as it runs.
+// writes files, joins a cluster, uses another body limit, opens a metrics port or sends spans. The
+// catalogue over NATS caches in the Redis of REDIS_URL (this machine's by default); in one broker
+// it caches in memory, as it runs.
 process.env.CATALOGUE_TEST_REDIS = process.env.REDIS_URL || "redis://127.0.0.1:6379";
-for (const name of ["TRANSPORTER", "NAMESPACE", "SERVICES", "SERVICEDIR", "HEALTH_PORT", "DATA_DIR", "BODY_LIMIT", "START_TIMEOUT", "REQUEST_TIMEOUT", "REDIS_URL"])
+for (const name of ["TRANSPORTER", "NAMESPACE", "SERVICES", "SERVICEDIR", "HEALTH_PORT", "DATA_DIR", "BODY_LIMIT", "START_TIMEOUT", "REQUEST_TIMEOUT", "REDIS_URL", "METRICS_PORT", "LOG_FORMAT", "TRACE_EXPORTER", "ZIPKIN_URL"])
 	delete process.env[name];
 process.env.STORAGE = "memory";
 process.env.PORT = "0";

@@ -21,6 +21,9 @@ describe("readConfig", () => {
 			rateLimit: null,
 			redisUrl: null,
 			apiToken: null,
+			metricsPort: null,
+			logFormat: "text",
+			tracing: null,
 		});
 	});
 
@@ -43,6 +46,11 @@ describe("readConfig", () => {
 			RATE_LIMIT_WINDOW: "10",
 			REDIS_URL: "redis://cache:6379/2",
 			API_TOKEN: "0123456789abcdef-token",
+			METRICS_PORT: "3030",
+			LOG_FORMAT: "text",
+			NODE_ENV: "production",
+			TRACE_EXPORTER: "zipkin",
+			ZIPKIN_URL: "http://zipkin:9411/",
 		});
 		expect(config).toEqual({
 			port: 8080,
@@ -62,6 +70,9 @@ describe("readConfig", () => {
 			rateLimit: { limit: 100, windowMs: 10_000 },
 			redisUrl: "redis://cache:6379/2",
 			apiToken: "0123456789abcdef-token",
+			metricsPort: 3030,
+			logFormat: "text",
+			tracing: { exporter: "zipkin", url: "http://zipkin:9411" },
 		});
 	});
 
@@ -69,6 +80,16 @@ describe("readConfig", () => {
 		expect(readConfig({ RATE_LIMIT: "0" }).rateLimit).toBeNull();
 		expect(readConfig({ RATE_LIMIT: "5" }).rateLimit).toEqual({ limit: 5, windowMs: 60_000 });
 		expect(readConfig({ CORS_ORIGINS: "*" }).corsOrigins).toEqual(["*"]);
+	});
+
+	test("logs are JSON in production and text elsewhere unless LOG_FORMAT says", () => {
+		expect(readConfig({ NODE_ENV: "production" }).logFormat).toBe("json");
+		expect(readConfig({ NODE_ENV: "development" }).logFormat).toBe("text");
+		expect(readConfig({ LOG_FORMAT: "json" }).logFormat).toBe("json");
+	});
+
+	test("console tracing goes with text logs", () => {
+		expect(readConfig({ TRACE_EXPORTER: "console" }).tracing).toEqual({ exporter: "console" });
 	});
 
 	test.each([
@@ -90,6 +111,13 @@ describe("readConfig", () => {
 		[{ REDIS_URL: "cache:6379" }, /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
 		[{ API_TOKEN: "short" }, /API_TOKEN must be at least 16 printable ASCII characters/],
 		[{ API_TOKEN: "a token with spaces in it" }, /API_TOKEN/],
+		[{ METRICS_PORT: "metrics" }, /METRICS_PORT must be a whole number from 1 to 65535/],
+		[{ LOG_FORMAT: "yaml" }, /LOG_FORMAT must be one of json, text; got "yaml"/],
+		[{ TRACE_EXPORTER: "jaeger" }, /TRACE_EXPORTER must be one of zipkin, console; got "jaeger"/],
+		[{ TRACE_EXPORTER: "zipkin" }, /TRACE_EXPORTER=zipkin needs ZIPKIN_URL/],
+		[{ TRACE_EXPORTER: "zipkin", ZIPKIN_URL: "zipkin:9411" }, /ZIPKIN_URL, Zipkin's base URL such as http:\/\/zipkin:9411; got "zipkin:9411"/],
+		[{ ZIPKIN_URL: "http://zipkin:9411" }, /ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin/],
+		[{ TRACE_EXPORTER: "console", NODE_ENV: "production" }, /TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text/],
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);

@@ -1,0 +1,66 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Logger, MetricRegistry } from "moleculer";
+
+/** HTTP requests answered, per method, alias path and status (Prometheus: catalogue_http_requests_total). */
+export const HTTP_REQUESTS = "catalogue.http.requests.total";
+/** How long the answers took, in milliseconds, with the same labels (catalogue_http_request_time). */
+export const HTTP_REQUEST_TIME = "catalogue.http.request.time";
+
+/** The `path` label of a request no alias matched (a 404, or one refused before routing). */
+export const UNROUTED = "none";
+
+/** What the gateway says of a request once it has ended. */
+export interface AccessEntry {
+	requestId: string | undefined;
+	method: string | undefined;
+	url: string | undefined;
+	/** The alias the request matched, such as `/game/:query`: a bounded label, unlike the URL. */
+	path: string;
+	status: number;
+	durationMs: number;
+	/** The client went away before the whole answer was sent. */
+	aborted?: true;
+}
+
+/** The fields that tie a log line to its request: the id lib/http-guards.ts gave it. */
+export const requestFields = (req: IncomingMessage) => ({ requestId: req.headers["x-request-id"] as string | undefined });
+
+/** moleculer-web's notes on a request: its URL before routing and the alias it matched. */
+type RoutedRequest = IncomingMessage & { originalUrl?: string; $alias?: { fullPath?: string } };
+
+export function accessEntry(req: IncomingMessage, res: ServerResponse, durationMs: number): AccessEntry {
+	const { originalUrl, $alias } = req as RoutedRequest;
+	return {
+		...requestFields(req),
+		method: req.method,
+		url: originalUrl ?? req.url,
+		path: $alias?.fullPath ?? UNROUTED,
+		status: res.statusCode,
+		durationMs: Math.round(durationMs * 1000) / 1000,
+		...(res.writableFinished ? {} : { aborted: true as const }),
+	};
+}
+
+function registerMetrics(metrics: MetricRegistry): void {
+	const labelNames = ["method", "path", "status"];
+	metrics.register({ name: HTTP_REQUESTS, type: "counter", labelNames, unit: "request", description: "HTTP requests answered" });
+	metrics.register({ name: HTTP_REQUEST_TIME, type: "histogram", labelNames, unit: "millisecond", buckets: true, quantiles: true, description: "HTTP answer times" });
+}
+
+/**
+ * One info line per HTTP request when it ends (access log), and its count and time per route in
+ * moleculer's metrics: moleculer counts the actions the gateway calls, not the HTTP routes.
+ */
+export function observeRequests(server: Server, logger: Logger, metrics: MetricRegistry): void {
+	if (metrics.isEnabled()) registerMetrics(metrics);
+	server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+		const started = process.hrtime.bigint();
+		res.once("close", () => {
+			const entry = accessEntry(req, res, Number(process.hrtime.bigint() - started) / 1e6);
+			logger.info(entry, `${entry.method} ${entry.url} ${entry.status} ${entry.durationMs} ms`);
+			const labels = { method: entry.method, path: entry.path, status: entry.status };
+			metrics.increment(HTTP_REQUESTS, labels);
+			metrics.observe(HTTP_REQUEST_TIME, entry.durationMs, labels);
+		});
+	});
+}

@@ -1,0 +1,66 @@
+import { createHash } from "node:crypto";
+import { inspect } from "node:util";
+import { TracerExporters, type BrokerOptions, type TracerOptions } from "moleculer";
+import type { CatalogueConfig } from "./config";
+
+/** Where Prometheus scrapes a node: METRICS_PORT, this path. */
+export const METRICS_PATH = "/metrics";
+
+/** Prometheus at METRICS_PORT; off without it (nodes sharing a machine would fight over one port). */
+export function metricsOptions({ metricsPort }: Pick<CatalogueConfig, "metricsPort">): BrokerOptions["metrics"] {
+	if (metricsPort === null) return undefined;
+	return { enabled: true, reporter: { type: "Prometheus", options: { port: metricsPort, path: METRICS_PATH } } };
+}
+
+/** Text is moleculer's default console logger; JSON is the same logger with jsonLogLine. */
+export function loggerOptions({ logFormat }: Pick<CatalogueConfig, "logFormat">): BrokerOptions["logger"] {
+	if (logFormat === "text") return undefined;
+	return { type: "Console", options: { colors: false, formatter: jsonLogLine } };
+}
+
+/** What moleculer tells a formatter about the logger a line comes from (node, namespace, module, service). */
+type Bindings = Record<string, unknown>;
+
+const isFields = (value: unknown): value is Record<string, unknown> =>
+	typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+
+const printed = (value: unknown) => (typeof value === "object" && value !== null ? inspect(value, { depth: 2, breakLength: Infinity }) : String(value));
+
+/**
+ * One JSON object per line: time, level, the logger's bindings (nodeID, ns, mod, svc), the keys of
+ * a plain object logged first (such as `requestId`) and the rest as `msg`. moleculer's own "json"
+ * formatter would print that object inside `msg`; its "jsonext" would drop an Error logged alone.
+ */
+export function jsonLogLine(level: string, args: unknown[], bindings?: Bindings): string[] {
+	const [first, ...rest] = args;
+	const fields = isFields(first) ? first : {};
+	const msg = (isFields(first) ? rest : args).map(printed).join(" ");
+	return [JSON.stringify({ ...fields, time: new Date().toISOString(), level, ...bindings, msg })];
+}
+
+/**
+ * Zipkin's trace id for a request id: 16 lower-case hex digits. moleculer takes the request id as
+ * the trace id and passes it on with its dashes removed, which Zipkin refuses (the whole batch)
+ * unless it is hex: a client's `X-Request-ID: abc-123` becomes the start of its SHA-256 instead.
+ * Every span of the request still carries the id itself as its `requestID` tag.
+ */
+export function zipkinTraceId(id: string): string {
+	const bare = id.replace(/-/g, "").toLowerCase();
+	return /^[0-9a-f]{16,}$/.test(bare) ? bare.slice(0, 16) : createHash("sha256").update(id).digest("hex").slice(0, 16);
+}
+
+/** moleculer's Zipkin exporter with ids Zipkin accepts (zipkinTraceId). */
+class ZipkinExporter extends TracerExporters.Zipkin {
+	override convertID(id: string): string {
+		return id ? zipkinTraceId(id) : id;
+	}
+}
+
+/** Every request traced, its spans sent where TRACE_EXPORTER says; off without it. */
+export function tracingOptions({ tracing }: Pick<CatalogueConfig, "tracing">): BrokerOptions["tracing"] {
+	if (tracing === null) return undefined;
+	if (tracing.exporter === "console") return { enabled: true, exporter: { type: "Console" } };
+	// moleculer takes an exporter object as it takes a type name (tracing/exporters resolve()); its typings list only the names.
+	const exporter = new ZipkinExporter({ baseURL: tracing.url }) as unknown as TracerOptions["exporter"];
+	return { enabled: true, exporter };
+}

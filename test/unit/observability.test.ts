@@ -1,0 +1,86 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ServiceBroker } from "moleculer";
+import { accessEntry } from "../../lib/access-log";
+import { jsonLogLine, loggerOptions, metricsOptions, tracingOptions, zipkinTraceId } from "../../lib/observability";
+
+describe("broker options from the configuration", () => {
+	test("metrics: Prometheus on METRICS_PORT at /metrics, or nothing", () => {
+		expect(metricsOptions({ metricsPort: 3030 })).toEqual({ enabled: true, reporter: { type: "Prometheus", options: { port: 3030, path: "/metrics" } } });
+		expect(metricsOptions({ metricsPort: null })).toBeUndefined();
+	});
+
+	test("logs: moleculer's console logger, with JSON lines for json and its own text otherwise", () => {
+		expect(loggerOptions({ logFormat: "json" })).toEqual({ type: "Console", options: { colors: false, formatter: jsonLogLine } });
+		expect(loggerOptions({ logFormat: "text" })).toBeUndefined();
+	});
+
+	test("tracing: off, the console, or Zipkin at ZIPKIN_URL", () => {
+		expect(tracingOptions({ tracing: null })).toBeUndefined();
+		expect(tracingOptions({ tracing: { exporter: "console" } })).toEqual({ enabled: true, exporter: { type: "Console" } });
+		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as unknown as { exporter: { opts: { baseURL: string } } };
+		expect(zipkin.exporter.opts.baseURL).toBe("http://zipkin:9411");
+	});
+
+	test("a broker takes the Zipkin exporter and gives its spans Zipkin's ids", async () => {
+		const broker = new ServiceBroker({ logger: false, tracing: tracingOptions({ tracing: { exporter: "zipkin", url: "http://127.0.0.1:9" } }) });
+		const [exporter] = (broker.tracer as unknown as { exporter: { convertID(id: string): string }[] }).exporter;
+		expect(exporter.convertID("abc-123")).toBe(zipkinTraceId("abc-123"));
+		await broker.stop();
+	});
+});
+
+describe("jsonLogLine", () => {
+	const bindings = { nodeID: "node-1", ns: "", mod: "api", svc: "api" };
+	const line = (args: unknown[]) => JSON.parse(jsonLogLine("info", args, bindings)[0]);
+
+	test("one JSON object: time, level, the logger's bindings, and the message", () => {
+		expect(line(["Broker started", 3, "services"])).toEqual({ time: expect.any(String), level: "info", ...bindings, msg: "Broker started 3 services" });
+	});
+
+	test("a plain object logged first gives its keys as fields", () => {
+		expect(line([{ requestId: "abc-123", status: 200 }, "GET /game 200"])).toMatchObject({ requestId: "abc-123", status: 200, msg: "GET /game 200" });
+	});
+
+	test("the logger's own keys win over a field of the same name", () => {
+		expect(line([{ level: "fake", mod: "fake" }, "hello"])).toMatchObject({ level: "info", mod: "api" });
+	});
+
+	test("an Error is printed whole in msg, on one line", () => {
+		const [text] = jsonLogLine("error", [new Error("disk unavailable")], bindings);
+		expect(text).not.toContain("\n");
+		expect(JSON.parse(text).msg).toMatch(/Error: disk unavailable\n\s+at /);
+	});
+});
+
+describe("zipkinTraceId", () => {
+	test("a hex id (a UUID) keeps its first 16 hex digits, as moleculer sends it", () => {
+		expect(zipkinTraceId("0F8FAD5B-D9CB-469F-A165-70867728950E")).toBe("0f8fad5bd9cb469f");
+	});
+
+	test("any other id becomes 16 hex digits of its SHA-256, the same each time", () => {
+		expect(zipkinTraceId("abc-123")).toMatch(/^[0-9a-f]{16}$/);
+		expect(zipkinTraceId("abc-123")).toBe(zipkinTraceId("abc-123"));
+		expect(zipkinTraceId("abc-123")).not.toBe(zipkinTraceId("abc-124"));
+	});
+});
+
+describe("accessEntry", () => {
+	const request = (more: object) => ({ method: "GET", url: "/game/catan", headers: { "x-request-id": "abc-123" }, ...more }) as unknown as IncomingMessage;
+	const answer = (more: object = {}) => ({ statusCode: 200, writableFinished: true, ...more }) as unknown as ServerResponse;
+
+	test("the request's id, method, URL, alias, status and time", () => {
+		const req = request({ originalUrl: "/game/catan?x=1", $alias: { fullPath: "/game/:query" } });
+		expect(accessEntry(req, answer(), 3.14159)).toEqual({
+			requestId: "abc-123",
+			method: "GET",
+			url: "/game/catan?x=1",
+			path: "/game/:query",
+			status: 200,
+			durationMs: 3.142,
+		});
+	});
+
+	test("a request no alias matched is under path 'none'; one the client left is marked aborted", () => {
+		expect(accessEntry(request({}), answer({ statusCode: 404, writableFinished: false }), 1)).toMatchObject({ path: "none", status: 404, aborted: true });
+	});
+});
