@@ -66,7 +66,7 @@ const catalogue = (tag: string, docs: Omit<OperationDoc, "tag">): OperationDoc =
 const categories = (docs: Omit<OperationDoc, "tag">) => catalogue("categories", docs);
 const authors = (docs: Omit<OperationDoc, "tag">) => catalogue("authors", docs);
 const games = (docs: Omit<OperationDoc, "tag">) => catalogue("games", docs);
-const operations_ = (docs: Omit<OperationDoc, "tag" | "local">) => catalogue("operations", { ...docs, local: true });
+const gatewayOwn = (docs: Omit<OperationDoc, "tag" | "local">) => catalogue("operations", { ...docs, local: true });
 
 export const operations: Record<string, OperationDoc> = {
 	"categories.create": categories({ summary: "Create a category", answer: wrapped("category", "Category", eurogames), invalid: {}, failures: [texts.createCategory] }),
@@ -160,14 +160,14 @@ export const operations: Record<string, OperationDoc> = {
 	}),
 	"games.remove": games({ summary: "Delete a game", answer: wrapped("game", "Game", tigris), fields: idField("game"), failures: [texts.gameNotFound, texts.deleteGame] }),
 
-	"api.live": operations_({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
-	"api.ready": { ...operations_({ summary: "Readiness: the gateway reaches every service", answer: status("ready") }), local: false },
-	"api.openapi": operations_({ summary: "This document", answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }) }),
-	"api.docsPage": operations_({
+	"api.live": gatewayOwn({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
+	"api.ready": { ...gatewayOwn({ summary: "Readiness: the gateway reaches every service", answer: status("ready") }), local: false },
+	"api.openapi": gatewayOwn({ summary: "This document", answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }) }),
+	"api.docsPage": gatewayOwn({
 		summary: "The docs page: this document, readable and tried out in a browser",
 		answer: { ...one("An HTML page (Swagger UI).", { type: "string" }, "<!doctype html>…"), contentType: "text/html" },
 	}),
-	"api.docsScript": operations_({
+	"api.docsScript": gatewayOwn({
 		summary: "The docs page's own script: it starts Swagger UI on /openapi.json",
 		answer: { ...one("JavaScript.", { type: "string" }, "window.addEventListener(…)"), contentType: "text/javascript" },
 	}),
