@@ -81,6 +81,31 @@ export const securityHeaders: Middleware = helmet({
 });
 
 /**
+ * The docs page's headers, over those above: Swagger UI runs scripts, styles its elements, shows
+ * data: images and calls the API, all from the gateway's own origin. Nothing else is allowed, no
+ * inline script, and it still may not be framed.
+ */
+export const docsSecurityHeaders: Middleware = helmet.contentSecurityPolicy({
+	useDefaults: false,
+	directives: {
+		defaultSrc: ["'none'"],
+		scriptSrc: ["'self'"],
+		styleSrc: ["'self'"],
+		imgSrc: ["'self'", "data:"],
+		connectSrc: ["'self'"],
+		baseUri: ["'none'"],
+		formAction: ["'none'"],
+		frameAncestors: ["'none'"],
+	},
+});
+
+/** Runs `serve` (serve-static) for these file names only; every other path goes on to the route's aliases. */
+export function serveOnly(names: string[], serve: Middleware): Middleware {
+	const paths = new Set(names.map(name => `/${name}`));
+	return (req, res, next) => (paths.has((req.url ?? "").split("?")[0]) ? serve(req, res, next) : next());
+}
+
+/**
  * The raw answer to a request Node could not parse as HTTP (the `clientError` event): JSON with a
  * `msg` like every other failure, instead of Node's bare status line.
  */

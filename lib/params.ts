@@ -35,10 +35,13 @@ export const reference = {
 /**
  * A whole number given as a JSON number or a numeric string, converted to a number.
  * Anything else (booleans, arrays, "", "abc", 12.5) fails with fastest-validator's own messages.
+ * `wholeNumber` says the same to readers of the rule (lib/openapi.ts documents it from there);
+ * fastest-validator ignores it.
  */
 export function wholeNumber(min: number, max: number) {
 	return {
 		type: "any",
+		wholeNumber: { min, max, text: `^\\s*${NUMERIC_TEXT.source.slice(1, -1)}\\s*$` },
 		custom(value: unknown, errors: ValidationErrors): unknown {
 			// A missing value is already reported as required by the rule itself.
 			if (value === undefined || value === null) return value;

@@ -1,22 +1,29 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import { Errors, type Service, type ServiceSchema } from "moleculer";
+import { Errors, type Context, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
+import serveStatic from "serve-static";
+import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config";
 import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/access-log";
 import { texts } from "../lib/errors";
+import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/docs-page";
 import { toFailure } from "../lib/failures";
+import { openApiDocument } from "../lib/openapi";
 import { readiness } from "../middlewares/readiness.middleware";
 import {
 	answerClientError,
 	assignRequestId,
 	carriesToken,
 	checkJsonBody,
+	docsSecurityHeaders,
 	limitUrlLength,
 	queryOnlyForReads,
 	refuseOptions,
 	securityHeaders,
+	serveOnly,
 } from "../lib/http-guards";
+import { info, operations, params, schemas } from "./api.docs";
 
 /** The whole HTTP surface: only these paths reach the services. */
 const aliases = {
@@ -41,7 +48,23 @@ const aliases = {
 
 	"GET /health/live": "api.live",
 	"GET /health/ready": "api.ready",
+	"GET /openapi.json": "api.openapi",
 };
+
+/** The docs page's own paths, under /docs (with or without the trailing slash). */
+const docsAliases = {
+	"GET /": "api.docsPage",
+	"GET /docs.js": "api.docsScript",
+};
+
+/** Each route's alias table, as the OpenAPI document (lib/openapi.ts) reads them. */
+export const routeAliases = [
+	{ path: "/", aliases },
+	{ path: "/docs", aliases: docsAliases },
+];
+
+/** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
+const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
 
 /** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
 const WRITES = new Set(["PUT", "DELETE"]);
@@ -75,6 +98,10 @@ function retryAfter(req: IncomingMessage): string {
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
 	const { apiToken, rateLimit } = options;
 	const cors = corsPolicy(options.corsOrigins);
+	// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
+	const rateLimitPolicy = rateLimit
+		? { window: rateLimit.windowMs, limit: rateLimit.limit, headers: true, key: (req: IncomingMessage) => req.socket.remoteAddress ?? "" }
+		: undefined;
 	return {
 		name: "api",
 		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
@@ -94,14 +121,21 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					bodyParsers: { json: { limit: options.bodyLimit } },
 					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, ...(cors ? [] : [refuseOptions])],
 					cors,
-					// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
-					rateLimit: rateLimit
-						? { window: rateLimit.windowMs, limit: rateLimit.limit, headers: true, key: (req: IncomingMessage) => req.socket.remoteAddress ?? "" }
-						: undefined,
+					rateLimit: rateLimitPolicy,
 					authorization: apiToken !== null,
 					// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
 					// tracked, their calls would make the broker wait for them before the gateway even
 					// stops listening.
+					callOptions: { tracking: false },
+				},
+				{
+					// The docs page and the swagger-ui-dist files it loads, under a Content-Security-Policy of its own.
+					path: "/docs",
+					mappingPolicy: "restrict",
+					autoAliases: false,
+					aliases: docsAliases,
+					use: [docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+					rateLimit: rateLimitPolicy,
 					callOptions: { tracking: false },
 				},
 			],
@@ -130,6 +164,30 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				async handler(this: Service) {
 					if ((await readiness(this.broker)).ready) return { status: "ready" };
 					throw new Errors.ServiceNotAvailableError({ action: "api.ready", nodeID: this.broker.nodeID });
+				},
+			},
+
+			// The OpenAPI 3.1 document of every route above (lib/openapi.ts, services/api.docs.ts).
+			openapi: {
+				visibility: "published",
+				handler: () => document,
+			},
+
+			// The docs page's HTML (lib/docs-page.ts).
+			docsPage: {
+				visibility: "published",
+				handler: (ctx: Context<unknown, { $responseType?: string }>) => {
+					ctx.meta.$responseType = "text/html; charset=utf-8";
+					return DOCS_PAGE;
+				},
+			},
+
+			// The docs page's script, which starts Swagger UI on /openapi.json.
+			docsScript: {
+				visibility: "published",
+				handler: (ctx: Context<unknown, { $responseType?: string }>) => {
+					ctx.meta.$responseType = "text/javascript; charset=utf-8";
+					return DOCS_SCRIPT;
 				},
 			},
 		},

@@ -668,6 +668,7 @@ export const requestsByAlias: Record<string, fc.Arbitrary<HostileRequest>> = {
 
 	"GET /health/live": route("GET /health/live", {}),
 	"GET /health/ready": route("GET /health/ready", {}),
+	"GET /openapi.json": route("GET /openapi.json", {}),
 };
 
 /** A hostile request to any route. */

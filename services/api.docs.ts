@@ -1,0 +1,183 @@
+/**
+ * What the OpenAPI document (GET /openapi.json, lib/openapi.ts) says of each action that its
+ * validation rules do not: summaries, answers with examples, the contract's 400 texts. Not a
+ * `*.service.ts`, so moleculer-runner does not load it as a service.
+ */
+import { texts } from "../lib/errors";
+import { objectSchema, type JsonSchema, type Params } from "../lib/json-schema";
+import type { OperationDoc } from "../lib/openapi";
+import { DEFAULT_PAGE_SIZE } from "../lib/page";
+// The document must say what the validation does, so it reads the services' own `params`. Importing
+// a schema creates nothing: dbMixin makes its adapter only when a broker creates the service.
+import AuthorsService from "./authors.service";
+import CategoriesService from "./categories.service";
+import GamesService from "./games.service";
+
+/** What of a service schema (or a mixin) names its actions' params. */
+type Schema = { name?: string; mixins?: readonly unknown[]; actions?: object };
+
+/** Every action's `params`, by full name, mixins included; a service's own action wins over a mixin's (moleculer's merge). */
+export function actionParams(services: Schema[]): Record<string, Params | undefined> {
+	const collect = (schema: Schema, name: string): [string, Params | undefined][] => [
+		...((schema.mixins ?? []) as Schema[]).flatMap(mixin => collect(mixin, name)),
+		...Object.entries(schema.actions ?? {}).map(([action, definition]): [string, Params | undefined] => [
+			`${name}.${action}`,
+			typeof definition === "object" && definition !== null ? (definition as { params?: Params }).params : undefined,
+		]),
+	];
+	return Object.fromEntries(services.flatMap(service => collect(service, String(service.name))));
+}
+
+export const params = actionParams([CategoriesService, AuthorsService, GamesService]);
+
+/** A record's fields as its `create` validates them, with the id the service gives it. */
+const record = (create: string): JsonSchema => {
+	const body = objectSchema(params[create] ?? {});
+	return { ...body, properties: { id: { type: "string", description: "A ULID: 26 characters, in creation order." }, ...(body.properties as JsonSchema) }, required: ["id", ...(body.required as string[])] };
+};
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+const game = (record("games.create").properties ?? {}) as Record<string, JsonSchema>;
+export const schemas: Record<string, JsonSchema> = {
+	Category: record("categories.create"),
+	Author: record("authors.create"),
+	Game: { ...record("games.create"), properties: { ...game, age: { type: "integer" }, category: { type: "string" }, author: { type: "string" } } },
+	ListedGame: {
+		...record("games.create"),
+		properties: { ...game, age: { type: "integer" }, category: ref("Category"), author: ref("Author") },
+		required: ["id", "title", "age"],
+	},
+};
+
+const eurogames = { id: "01M7XS3MH2ZGV6RBFVSECBCWQG", name: "Eurogames" };
+const knizia = { id: "01M7XS3MK46CZ360QGD77H53X8", name: "Reiner Knizia", nationality: "German" };
+const tigris = { id: "01M7XS3MN10M8JW2SKMGAD8VRH", title: "Tigris & Euphrates", age: 12, category: eurogames.id, author: knizia.id };
+const listed = { ...tigris, category: eurogames, author: knizia };
+
+const one = (description: string, schema: JsonSchema, example: unknown) => ({ description, schema, example });
+const wrapped = (key: string, name: string, example: unknown) =>
+	one(`{ ${key}: the ${key} }`, { type: "object", properties: { [key]: ref(name) }, required: [key] }, { [key]: example });
+const changed = one("1: the record is changed.", { const: 1 }, 1);
+const list = (name: string, example: unknown, what: string) => one(`Every ${what}, ordered by id (creation order).`, { type: "array", items: ref(name) }, [example]);
+const status = (value: string) => one(`{ status: "${value}" }`, { type: "object", properties: { status: { const: value } }, required: ["status"] }, { status: value });
+const idField = (what: string) => ({ id: `The ${what}'s id.` });
+
+const catalogue = (tag: string, docs: Omit<OperationDoc, "tag">): OperationDoc => ({ tag, ...docs });
+const categories = (docs: Omit<OperationDoc, "tag">) => catalogue("categories", docs);
+const authors = (docs: Omit<OperationDoc, "tag">) => catalogue("authors", docs);
+const games = (docs: Omit<OperationDoc, "tag">) => catalogue("games", docs);
+const gatewayOwn = (docs: Omit<OperationDoc, "tag" | "local">) => catalogue("operations", { ...docs, local: true });
+
+export const operations: Record<string, OperationDoc> = {
+	"categories.create": categories({ summary: "Create a category", answer: wrapped("category", "Category", eurogames), invalid: {}, failures: [texts.createCategory] }),
+	"categories.update": categories({
+		summary: "Rename a category",
+		answer: changed,
+		invalid: { name: "   " },
+		fields: idField("category"),
+		failures: [texts.categoryNotFound, texts.updateCategory],
+	}),
+	"categories.list": categories({
+		summary: "List categories",
+		answer: list("Category", eurogames, "category"),
+		fields: { name: "Keeps the categories whose name contains this text, ignoring case." },
+		invalid: { name: "x".repeat(101) },
+		failures: [texts.fetchCategories],
+	}),
+	"categories.get": categories({ summary: "Get a category", answer: one("The category.", ref("Category"), eurogames), fields: idField("category"), failures: [texts.categoryNotFound, texts.fetchCategory] }),
+	"categories.remove": categories({
+		summary: "Delete a category",
+		description: "Refused while any game refers to the category.",
+		answer: wrapped("category", "Category", eurogames),
+		fields: idField("category"),
+		failures: [texts.categoryNotFound, texts.categoryHasGames, texts.deleteCategory],
+	}),
+
+	"authors.create": authors({ summary: "Create an author", answer: wrapped("author", "Author", knizia), invalid: { name: "Reiner Knizia" }, failures: [texts.createAuthor] }),
+	"authors.update": authors({
+		summary: "Change an author",
+		answer: changed,
+		invalid: { name: "Reiner\nKnizia", nationality: "German" },
+		fields: idField("author"),
+		failures: [texts.authorNotFound, texts.updateAuthor],
+	}),
+	"authors.list": authors({ summary: "List every author", answer: list("Author", knizia, "author"), failures: [texts.fetchAuthors] }),
+	"authors.page": authors({
+		summary: "One page of authors",
+		description:
+			`\`pageNumber\` is zero-based; \`pageSize\` 0 means ${DEFAULT_PAGE_SIZE}. \`sort\` is one order or a list of them, first key first; ` +
+			"`property` is `id`, `name` or `nationality` (absent: `name`), and only `desc` is descending. A page past the end has an empty `content`.",
+		answer: one(
+			"The page, and how many authors there are in all.",
+			{
+				type: "object",
+				properties: {
+					content: { type: "array", items: ref("Author") },
+					pageable: { type: "object", properties: { pageNumber: { type: "integer" }, pageSize: { type: "integer" } }, required: ["pageNumber", "pageSize"] },
+					totalElements: { type: "integer" },
+				},
+				required: ["content", "pageable", "totalElements"],
+			},
+			{ content: [knizia], pageable: { pageNumber: 0, pageSize: 5 }, totalElements: 1 },
+		),
+		invalid: { pageable: { pageNumber: "first", pageSize: 5 } },
+		failures: [texts.fetchAuthorsPage],
+	}),
+	"authors.get": authors({ summary: "Get an author", answer: one("The author.", ref("Author"), knizia), fields: idField("author"), failures: [texts.authorNotFound, texts.fetchAuthor] }),
+	"authors.remove": authors({
+		summary: "Delete an author",
+		description: "Refused while any game refers to the author.",
+		answer: wrapped("author", "Author", knizia),
+		fields: idField("author"),
+		failures: [texts.authorNotFound, texts.authorHasGames, texts.deleteAuthor],
+	}),
+
+	"games.create": games({
+		summary: "Create a game",
+		description: "The category and the author must exist; the answer names them by id.",
+		answer: wrapped("game", "Game", tigris),
+		invalid: { title: "Tigris & Euphrates", age: 12.5, category: { id: eurogames.id }, author: { id: knizia.id } },
+		failures: [texts.categoryNotFound, texts.authorNotFound, texts.createGame],
+	}),
+	"games.update": games({
+		summary: "Change a game",
+		description: "Checked in this order: the game, the category, the author.",
+		answer: changed,
+		invalid: { title: "Tigris & Euphrates", age: "twelve", category: { id: eurogames.id }, author: { id: knizia.id } },
+		fields: idField("game"),
+		failures: [texts.gameNotFound, texts.categoryNotFound, texts.authorNotFound, texts.updateGame],
+	}),
+	"games.list": games({
+		summary: "List games, with their category and author",
+		answer: list("ListedGame", listed, "game that matches the filters"),
+		fields: {
+			title: "A regular expression (RE2 syntax) matched anywhere in the title, ignoring case.",
+			idCategory: "Keeps the games of this category.",
+			query: "Ignored: the answer is the same as GET /game's.",
+		},
+		invalid: { title: "x".repeat(201) },
+		failures: [texts.fetchGames],
+	}),
+	"games.remove": games({ summary: "Delete a game", answer: wrapped("game", "Game", tigris), fields: idField("game"), failures: [texts.gameNotFound, texts.deleteGame] }),
+
+	"api.live": gatewayOwn({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
+	"api.ready": { ...gatewayOwn({ summary: "Readiness: the gateway reaches every service", answer: status("ready") }), local: false },
+	"api.openapi": gatewayOwn({ summary: "This document", answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }) }),
+	"api.docsPage": gatewayOwn({
+		summary: "The docs page: this document, readable and tried out in a browser",
+		answer: { ...one("An HTML page (Swagger UI).", { type: "string" }, "<!doctype html>…"), contentType: "text/html" },
+	}),
+	"api.docsScript": gatewayOwn({
+		summary: "The docs page's own script: it starts Swagger UI on /openapi.json",
+		answer: { ...one("JavaScript.", { type: "string" }, "window.addEventListener(…)"), contentType: "text/javascript" },
+	}),
+};
+
+export const info = {
+	title: "Game catalogue",
+	version: "1.0.0",
+	description:
+		"Categories, authors and games. Every failure is JSON with a string `msg`. Besides the answers listed per operation, any " +
+		"route may answer 404 (an unknown route or method), 403 (a browser origin CORS_ORIGINS does not list), 408, 414 and 431 " +
+		"(a request that is too slow or too large to read), with the text in `msg`.",
+};

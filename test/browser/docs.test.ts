@@ -1,0 +1,87 @@
+import { existsSync } from "node:fs";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { actionCounter } from "../support/calls";
+import { startCatalogue, type Catalogue } from "../support/catalogue";
+
+// The docs page (GET /docs) in a real headless Chromium: it loads without a console error or a
+// failed request under its Content-Security-Policy, lists every operation of /openapi.json, and
+// its "Try it out" reaches the service. Debian's chromium (`apt-get install chromium`; .ci/run
+// installs it). Without it this suite cannot run: it says so, and fails under CI=true.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const NOT_RUN = `docs page browser test NOT RUN: no Chromium at ${CHROMIUM}`;
+
+// Without the background-networking flags Chromium calls Google's servers, which this closed
+// network refuses, and logs errors. playwright-core gives it a fresh temporary profile itself.
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+/** Everything that went wrong on the page: console errors, uncaught exceptions, failed or refused requests. */
+function watch(page: Page): string[] {
+	const problems: string[] = [];
+	page.on("console", message => {
+		if (message.type() === "error" || message.type() === "warning") problems.push(`console ${message.type()}: ${message.text()}`);
+	});
+	page.on("pageerror", error => problems.push(`uncaught: ${error.message}`));
+	page.on("requestfailed", request => problems.push(`failed: ${request.url()} ${request.failure()?.errorText}`));
+	page.on("response", response => {
+		if (response.status() >= 400) problems.push(`${response.status()}: ${response.url()}`);
+	});
+	return problems;
+}
+
+const available = existsSync(CHROMIUM);
+
+if (!available && process.env.CI !== "true") {
+	const line = "!".repeat(72);
+	console.warn([line, `!!! ${NOT_RUN}`, "!!! Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.", line].join("\n"));
+}
+
+describe("the docs page in Chromium", () => {
+	if (!available) {
+		if (process.env.CI === "true") test("runs in Chromium", () => { throw new Error(`${NOT_RUN}; under CI=true it must run.`); });
+		else test.skip(NOT_RUN, () => undefined);
+		return;
+	}
+
+	const counter = actionCounter();
+	let catalogue: Catalogue;
+	let browser: Browser;
+
+	beforeAll(async () => {
+		catalogue = await startCatalogue({ topology: "one-broker", middlewares: [counter.middleware] });
+		browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 20_000 });
+	});
+
+	afterAll(async () => {
+		await browser?.close();
+		await catalogue?.stop();
+	});
+
+	test("loads without errors, lists every operation of the document, and Try it out reaches the service", async () => {
+		await catalogue.api.category("Eurogames");
+		const document = (await catalogue.api.get<{ paths: Record<string, Record<string, unknown>> }>("/openapi.json")).body;
+		const documented = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map(method => `${method.toUpperCase()} ${path}`));
+
+		const page = await browser.newPage();
+		const problems = watch(page);
+		// Without the trailing slash, as a developer types it.
+		const answer = await page.goto(`${catalogue.api.url}/docs`);
+		expect(answer?.status()).toBe(200);
+		await page.locator(".opblock").nth(documented.length - 1).waitFor({ timeout: 15_000 });
+		const listed = await page.locator(".opblock").evaluateAll(blocks =>
+			blocks.map(block => `${block.querySelector(".opblock-summary-method")?.textContent} ${block.querySelector(".opblock-summary-path")?.getAttribute("data-path")}`),
+		);
+		expect(listed.sort()).toEqual(documented.sort());
+
+		const before = counter.calls.get("categories.list") ?? 0;
+		const operation = page.locator(".opblock-get", { has: page.locator('.opblock-summary-path[data-path="/category"]') });
+		await operation.locator(".opblock-summary").click();
+		await operation.locator(".try-out__btn").click();
+		await operation.locator(".execute").click();
+		const shown = operation.locator(".live-responses-table .response");
+		await shown.locator(".response-col_status").getByText("200").waitFor({ timeout: 15_000 });
+		expect(await shown.locator(".response-col_description").innerText()).toContain('"name": "Eurogames"');
+		expect(counter.calls.get("categories.list")).toBe(before + 1);
+
+		expect(problems).toEqual([]);
+	}, 60_000);
+});

