@@ -6,9 +6,12 @@ COPY . .
 RUN npm run build
 
 FROM node:24-bookworm-slim
+# Production: JSON log lines; every node serves its health paths and its Prometheus metrics
+# (README, Observability).
 ENV NODE_ENV=production \
     SERVICEDIR=/app/dist/services \
-    HEALTH_PORT=3001
+    HEALTH_PORT=3001 \
+    METRICS_PORT=3030
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
@@ -16,7 +19,7 @@ COPY --from=build /app/dist dist
 # Without MONGO_URI the catalogue writes NeDB files here, as the unprivileged user.
 RUN mkdir data && chown node:node data
 USER node
-EXPOSE 3000
+EXPOSE 3000 3030
 # Ready: the node has started, reaches NATS, and every service it needs answers, stores included
 # (README, "Health and request ids"); compose uses this check for every catalogue service.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \

@@ -161,7 +161,7 @@ export const operations: Record<string, OperationDoc> = {
 	"games.remove": games({ summary: "Delete a game", answer: wrapped("game", "Game", tigris), fields: idField("game"), failures: [texts.gameNotFound, texts.deleteGame] }),
 
 	"api.live": gatewayOwn({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
-	"api.ready": { ...gatewayOwn({ summary: "Readiness: the gateway reaches every service", answer: status("ready") }), local: false },
+	"api.ready": { ...gatewayOwn({ summary: "Readiness: the gateway reaches every service, and each one's store answers", answer: status("ready") }), local: false },
 	"api.openapi": gatewayOwn({ summary: "This document", answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }) }),
 	"api.docsPage": gatewayOwn({
 		summary: "The docs page: this document, readable and tried out in a browser",

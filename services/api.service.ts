@@ -112,6 +112,10 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			// The whole request must arrive within this (Node's default is 5 minutes): a client
 			// trickling bytes holds a connection for no longer.
 			requestTimeout: REQUEST_ARRIVAL_MS,
+			// Each request is logged once when it ends, with its id (lib/access-log.ts); moleculer-web's
+			// own lines about it are for debugging.
+			logRequest: "debug",
+			logResponse: "debug",
 			routes: [
 				{
 					path: "/",

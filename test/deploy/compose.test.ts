@@ -212,9 +212,17 @@ describe("Dockerfile", () => {
 		expect(args("USER").at(-1)).toMatch(/^(?!root\b|0\b)\S+/);
 	});
 
-	test("checks health on HEALTH_PORT, which it sets", () => {
-		expect(args("HEALTHCHECK").at(-1)).toMatch(/HEALTH_PORT/);
+	test("checks health with GET /health/ready on HEALTH_PORT, which it sets", () => {
+		expect(args("HEALTHCHECK").at(-1)).toMatch(/HEALTH_PORT\}\/health\/ready/);
 		expect(args("ENV").join(" ")).toMatch(/\bHEALTH_PORT=\d+/);
+	});
+
+	test("logs JSON (production) and serves Prometheus metrics on METRICS_PORT, which it exposes", () => {
+		const env = args("ENV").join(" ");
+		expect(env).toMatch(/\bNODE_ENV=production\b/);
+		const port = /\bMETRICS_PORT=(\d+)/.exec(env)?.[1];
+		expect(port).toBeDefined();
+		expect(args("EXPOSE").join(" ").split(/\s+/)).toContain(port);
 	});
 
 	test("starts moleculer-runner with the built config", () => {
