@@ -57,7 +57,7 @@ export function observeRequests(server: Server, logger: Logger, metrics: MetricR
 		const started = process.hrtime.bigint();
 		res.once("close", () => {
 			const entry = accessEntry(req, res, Number(process.hrtime.bigint() - started) / 1e6);
-			logger.info(entry, `${entry.method} ${entry.url} ${entry.status} ${entry.durationMs} ms`);
+			logger.info(entry, "request answered");
 			const labels = { method: entry.method, path: entry.path, status: entry.status };
 			metrics.increment(HTTP_REQUESTS, labels);
 			metrics.observe(HTTP_REQUEST_TIME, entry.durationMs, labels);

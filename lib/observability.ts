@@ -12,9 +12,9 @@ export function metricsOptions({ metricsPort }: Pick<CatalogueConfig, "metricsPo
 	return { enabled: true, reporter: { type: "Prometheus", options: { port: metricsPort, path: METRICS_PATH } } };
 }
 
-/** Text is moleculer's default console logger; JSON is the same logger with jsonLogLine. */
+/** Text is moleculer's console logger printing fields as textFields; JSON is the same logger with jsonLogLine. */
 export function loggerOptions({ logFormat }: Pick<CatalogueConfig, "logFormat">): BrokerOptions["logger"] {
-	if (logFormat === "text") return undefined;
+	if (logFormat === "text") return { type: "Console", options: { objectPrinter: textFields } };
 	return { type: "Console", options: { colors: false, formatter: jsonLogLine } };
 }
 
@@ -25,6 +25,18 @@ const isFields = (value: unknown): value is Record<string, unknown> =>
 	typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 
 const printed = (value: unknown) => (typeof value === "object" && value !== null ? inspect(value, { depth: 2, breakLength: Infinity }) : String(value));
+
+/**
+ * A plain object logged in a text line (an access line's fields) as `key=value` pairs, a value
+ * quoted when it holds a space or a quote; anything else as moleculer prints it (util.inspect).
+ */
+export function textFields(value: unknown): string {
+	if (!isFields(value)) return printed(value);
+	return Object.entries(value)
+		.filter(([, field]) => field !== undefined)
+		.map(([key, field]) => `${key}=${typeof field === "string" && !/[\s"]/.test(field) ? field : JSON.stringify(field)}`)
+		.join(" ");
+}
 
 /**
  * One JSON object per line: time, level, the logger's bindings (nodeID, ns, mod, svc), the keys of

@@ -44,7 +44,7 @@ test("LOG_FORMAT=text in production: readable lines, not JSON, the request id am
 		await waitFor("a line carries abc-123", async () => node.output().includes("abc-123"), [node]);
 		const json = lines(node).filter(line => line.startsWith("{"));
 		expect(json).toEqual([]);
-		expect(node.output()).toMatch(/INFO .*API: .*requestId: 'abc-123'.* GET \/category 200/);
+		expect(node.output()).toMatch(/INFO .*API: requestId=abc-123 method=GET url=\/category path=\/category status=200 durationMs=[\d.]+ request answered$/m);
 	} finally {
 		await node.stop();
 	}

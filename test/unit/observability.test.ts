@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ServiceBroker } from "moleculer";
 import { accessEntry } from "../../lib/access-log";
-import { jsonLogLine, loggerOptions, metricsOptions, tracingOptions, zipkinTraceId } from "../../lib/observability";
+import { jsonLogLine, loggerOptions, metricsOptions, textFields, tracingOptions, zipkinTraceId } from "../../lib/observability";
 
 describe("broker options from the configuration", () => {
 	test("metrics: Prometheus on METRICS_PORT at /metrics, or nothing", () => {
@@ -11,7 +11,12 @@ describe("broker options from the configuration", () => {
 
 	test("logs: moleculer's console logger, with JSON lines for json and its own text otherwise", () => {
 		expect(loggerOptions({ logFormat: "json" })).toEqual({ type: "Console", options: { colors: false, formatter: jsonLogLine } });
-		expect(loggerOptions({ logFormat: "text" })).toBeUndefined();
+		expect(loggerOptions({ logFormat: "text" })).toEqual({ type: "Console", options: { objectPrinter: textFields } });
+	});
+
+	test("text lines print a plain object's fields as key=value, quoting values with spaces; anything else as util.inspect", () => {
+		expect(textFields({ requestId: "abc-123", url: "/game?title=a b", status: 200, gone: undefined })).toBe('requestId=abc-123 url="/game?title=a b" status=200');
+		expect(textFields([1, 2])).toBe("[ 1, 2 ]");
 	});
 
 	test("tracing: off, the console, or Zipkin at ZIPKIN_URL", () => {
