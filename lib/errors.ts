@@ -93,7 +93,8 @@ export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksEr
 			if (err.name === "EntityNotFoundError") throw notFound();
 			if (err instanceof Errors.MoleculerClientError && err.type !== STORAGE_FAILURE) throw err;
 			if (isUnreachable(err.name)) throw err;
-			this.logger.error(`${ctx.action?.name ?? action} failed:`, err.message);
+			// With the request's id (lib/access-log.ts logs it on the gateway): the failure is found from it.
+			this.logger.error({ requestId: ctx.requestID ?? undefined }, `${ctx.action?.name ?? action} failed:`, err.message);
 			throw storageFailure(text);
 		};
 	}

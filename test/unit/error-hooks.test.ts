@@ -6,7 +6,7 @@ const hooks = errorHooks({
 	failures: { list: texts.fetchAuthors, create: texts.createAuthor },
 });
 const service = { logger: { error: jest.fn() } } as unknown as Service;
-const ctx = { action: { name: "authors.list" } } as Context;
+const ctx = { action: { name: "authors.list" }, requestID: "abc-123" } as Context;
 
 function thrownBy(action: string, err: Error): unknown {
 	const hook = hooks[action] as (this: Service, ctx: Context, err: Error) => void;
@@ -35,8 +35,9 @@ describe("errorHooks", () => {
 		expect(thrownBy("create", validation)).toBe(validation);
 	});
 
-	test("a storage failure, here or in a service called, becomes the action's text", () => {
+	test("a storage failure, here or in a service called, becomes the action's text, logged with the request's id", () => {
 		expect(thrownBy("list", new Error("EACCES"))).toMatchObject({ message: texts.fetchAuthors, code: 400 });
+		expect(service.logger.error).toHaveBeenLastCalledWith({ requestId: "abc-123" }, "authors.list failed:", "EACCES");
 		expect(thrownBy("create", storageFailure(texts.fetchCategory))).toMatchObject({ message: texts.createAuthor });
 	});
 
