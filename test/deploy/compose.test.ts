@@ -3,6 +3,7 @@ import path from "node:path";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { readConfig } from "../../lib/config";
+import { dockerfileStages } from "../support/dockerfile";
 
 const root = path.resolve(__dirname, "../..");
 const read = (file: string) => readFileSync(path.join(root, file), "utf8");
@@ -169,25 +170,6 @@ describe("docker-compose.yml", () => {
 		}
 	});
 });
-
-/** The Dockerfile as stages of [instruction, arguments], continuation lines joined. */
-function dockerfileStages(source: string): [string, string][][] {
-	const instructions = source
-		.replace(/\\\n/g, " ")
-		.split("\n")
-		.map((line) => line.trim())
-		.filter((line) => line && !line.startsWith("#"))
-		.map((line): [string, string] => {
-			const [keyword, ...rest] = line.split(/\s+/);
-			return [keyword.toUpperCase(), rest.join(" ")];
-		});
-	const stages: [string, string][][] = [];
-	for (const instruction of instructions) {
-		if (instruction[0] === "FROM") stages.push([]);
-		stages.at(-1)?.push(instruction);
-	}
-	return stages;
-}
 
 describe("Dockerfile", () => {
 	const stages = dockerfileStages(read("Dockerfile"));

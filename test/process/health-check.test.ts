@@ -2,25 +2,27 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { startCluster, type Cluster } from "../support/cluster";
+import { dockerfileStages } from "../support/dockerfile";
 import { freePort, root, startNode, waitFor, type Node } from "../support/process";
 
 // The health check compose runs for every catalogue service is the Dockerfile's HEALTHCHECK: run
 // here as it is written, against a node started as the image starts one (HEALTH_PORT set).
 
-/** The Dockerfile's HEALTHCHECK command, an exec-form JSON array. */
+/** The HEALTHCHECK command of the Dockerfile's final stage, an exec-form JSON array. */
 function healthCheckCommand(): string[] {
-	const dockerfile = readFileSync(path.join(root, "Dockerfile"), "utf8").replace(/\\\n/g, " ");
-	const command = /^HEALTHCHECK\b.*?\bCMD\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1];
+	const final = dockerfileStages(readFileSync(path.join(root, "Dockerfile"), "utf8")).at(-1) ?? [];
+	const healthCheck = final.filter(([keyword]) => keyword === "HEALTHCHECK").at(-1)?.[1] ?? "";
+	const command = /\bCMD\s+(\[.*\])\s*$/.exec(healthCheck)?.[1];
 	if (!command) throw new Error("the Dockerfile has no exec-form HEALTHCHECK CMD");
 	return JSON.parse(command) as string[];
 }
 
+const [program, ...healthCheckArgs] = healthCheckCommand();
+
 /** Whether the health check passes (exit 0) against the node whose probe listens on `port`. */
 function healthy(port: number): Promise<boolean> {
-	const [program, ...args] = healthCheckCommand();
-	expect(program).toBe("node");
 	return new Promise(resolve => {
-		execFile(process.execPath, args, { env: { HEALTH_PORT: String(port) }, timeout: 5000 }, error => resolve(error === null));
+		execFile(process.execPath, healthCheckArgs, { env: { HEALTH_PORT: String(port) }, timeout: 5000 }, error => resolve(error === null));
 	});
 }
 
@@ -41,6 +43,10 @@ afterAll(async () => {
 });
 
 describe("the Dockerfile's health check, as compose runs it", () => {
+	test("is a node command, run here with the tests' own node", () => {
+		expect(program).toBe("node");
+	});
+
 	test("passes once the node has started and reaches authors and categories", async () => {
 		await waitFor("the games node is healthy", () => healthy(port), [games]);
 	});
