@@ -1,25 +1,49 @@
+import { createHash } from "node:crypto";
 import type { BrokerOptions } from "moleculer";
+import stringify from "safe-stable-stringify";
 import type { CatalogueConfig } from "./config";
+import { MemoryBytesCacher } from "./memory-cacher";
 
 /**
- * How many answers the in-memory cache keeps, least recently used dropped first: every distinct
- * title filter is an answer of its own, so clients must not be able to grow it without bound.
+ * The largest share of the in-memory cache one answer may take: a bigger one is served but not
+ * kept, so no single list (22 MB of JSON at 100,000 games) can push every other answer out.
  */
-export const MEMORY_CACHE_ANSWERS = 1000;
+export const MEMORY_CACHE_ENTRY_SHARE = 1 / 8;
 
 /** How long an answer stays in Redis (seconds). Writes make it unreachable long before that. */
 export const REDIS_CACHE_TTL = 3600;
 
 /**
  * The cacher the configuration asks for (README, "Caching"): Redis, shared by every node, when
- * REDIS_URL is set; else memory in one process; else none, since nodes with caches of their own
+ * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since nodes with caches of their own
  * would each need every write's news before answering from them.
  */
-export function cacherOptions({ redisUrl, transporter }: Pick<CatalogueConfig, "redisUrl" | "transporter">): BrokerOptions["cacher"] {
+export function cacherOptions({ redisUrl, transporter, cacheMaxBytes }: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">): BrokerOptions["cacher"] {
 	// ioredis takes the URL as it is; moleculer's types only know its options object.
 	if (redisUrl) return { type: "Redis", options: { redis: redisUrl as unknown as Record<string, never>, ttl: REDIS_CACHE_TTL } };
-	if (!transporter) return { type: "MemoryLRU", options: { max: MEMORY_CACHE_ANSWERS } };
+	// A cacher of its own for every call: a broker's cacher belongs to that broker.
+	if (!transporter && cacheMaxBytes > 0)
+		return new MemoryBytesCacher({ maxBytes: cacheMaxBytes, maxEntryBytes: Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE) });
 	return undefined;
+}
+
+/**
+ * The key of a cached answer: the action, a digest of its params as the action reads them (after
+ * validation, keys in a canonical order) and the generation stamp. Injective but for the digest:
+ * no filter text can make two different sets of params read as one.
+ */
+export function answerKey(action: string, params: unknown, stamp: string): string {
+	const digest = createHash("sha256").update(stringify(params) ?? "").digest("base64url");
+	return `${action}:${digest}@${stamp}`;
+}
+
+/**
+ * The weak ETag of the answer cached under `key`, as this process hands it out. `epoch` (new at
+ * every start) keeps a tag from before a restart from matching: in-memory generations start
+ * again at 0, so the same key may then name other records.
+ */
+export function answerTag(key: string, epoch: string): string {
+	return `W/"${createHash("sha256").update(`${epoch}\n${key}`).digest("base64url").slice(0, 27)}"`;
 }
 
 /** The services whose records are cached, each with a generation (README, "Caching"). */

@@ -37,6 +37,8 @@ export interface CatalogueConfig {
 	rateLimit: RateLimit | null;
 	/** Redis URL (`REDIS_URL`) of the read cache every node shares; none caches in memory in one process, and not at all in a cluster. */
 	redisUrl: string | null;
+	/** Bytes the in-memory cache of one process may hold (`CACHE_MAX_MB`, default 64; 0 turns it off). */
+	cacheMaxBytes: number;
 	/** The bearer token writes need (`API_TOKEN`); writes are open when unset. Never put into service settings. */
 	apiToken: string | null;
 	/** Port of the node's Prometheus metrics at /metrics (`METRICS_PORT`); metrics are off when unset. */
@@ -162,6 +164,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		corsOrigins: corsOrigins(env.CORS_ORIGINS),
 		rateLimit: rateLimit(env.RATE_LIMIT, env.RATE_LIMIT_WINDOW),
 		redisUrl: redisUrl(env.REDIS_URL),
+		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,
 		apiToken: apiToken(env.API_TOKEN),
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,

@@ -2,6 +2,7 @@ import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
+import compression from "compression";
 import helmet from "helmet";
 import { texts } from "./errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
@@ -41,6 +42,31 @@ export const checkJsonBody: Middleware = (req, _res, next) => {
  */
 export const queryOnlyForReads: Middleware = (req, _res, next) => {
 	if (req.method !== "GET") (req as { query?: unknown }).query = {};
+	next();
+};
+
+/**
+ * Answers of at least this many bytes are compressed for clients that accept it; smaller ones
+ * cost more to compress than they save.
+ */
+export const COMPRESS_FROM_BYTES = 1024;
+
+/**
+ * Compresses answers as the client's Accept-Encoding asks (the compression package: br at quality
+ * 4, or gzip) and says `Vary: Accept-Encoding`; a client that sends none gets them as before. It
+ * only wraps Node's response, so its Express types are cast away.
+ */
+export const compress = compression({ threshold: COMPRESS_FROM_BYTES }) as unknown as Middleware;
+
+/**
+ * Only GET answers 304: a write or a search runs whatever its conditional headers say, so their
+ * answer is always sent (as Express does). moleculer-web would compare them on every method.
+ */
+export const conditionalOnlyForReads: Middleware = (req, _res, next) => {
+	if (req.method !== "GET") {
+		delete req.headers["if-none-match"];
+		delete req.headers["if-modified-since"];
+	}
 	next();
 };
 

@@ -13,12 +13,11 @@ import { cacheKey, type CatalogueCache } from "../mixins/cache.mixin";
 export const remoteReadsCache: Middleware = {
 	name: "RemoteReadsCache",
 	remoteAction(next, action: ActionSchema) {
-		const services = (action.cache as Partial<CatalogueCache> | undefined)?.from;
-		if (!services) return next;
+		if (!(action.cache as Partial<CatalogueCache> | undefined)?.from) return next;
 		return async function cachedRemoteCall(this: Service, ctx: Context<unknown, { $cache?: boolean }>) {
 			const { cacher } = ctx.broker;
 			if (!cacher || cacher.connected === false || ctx.meta.$cache === false) return next.call(this, ctx);
-			const key = cacheKey(ctx, action, services);
+			const key = cacheKey(ctx.broker, action, ctx.params)!;
 			// Redis lost in the middle of a read: the read goes to the node, as without a cache.
 			const cached = await cacher.get(key).catch(() => undefined);
 			if (cached != null) {

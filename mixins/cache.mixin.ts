@@ -1,5 +1,5 @@
 import { Cachers, type ActionCacheOptions, type ActionSchema, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
-import { CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache";
+import { answerKey, answerTag, CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache";
 
 /**
  * Every service's generation as this broker knows it: a number that grows with each write to the
@@ -27,19 +27,49 @@ export interface CatalogueCache extends ActionCacheOptions {
 	from: readonly string[];
 }
 
+/** A cached action as a key is made from it: its name, its rules and where its answers come from. */
+type CachedAction = Pick<ActionSchema, "name" | "params" | "cache">;
+
 /**
- * The key of an answer made of the records of `services`: moleculer's (the action and its params)
- * with their generations as this node knows them. A read that began before a write stores its
- * answer under the old generations, where no later read looks.
+ * Of `params`, the fields the action's rules name, as sent: with `$$strict: "remove"` these are all
+ * the action ever reads, so the ignored `/game/{query}` segment and unknown query fields are left
+ * out of the key. Only the rules' field names are used, not the rules themselves: a remote
+ * action's rules arrive as JSON, without their functions, patterns or shared parts.
  */
-export function cacheKey(ctx: Context, action: ActionSchema, services: readonly string[]): string {
-	const base = ctx.broker.cacher!.defaultKeygen(action as unknown as string, {}, ctx);
-	return `${base}@${generationStamp(generationsOf(ctx.broker), services)}`;
+function fieldsRead(action: CachedAction, params: unknown): Record<string, unknown> {
+	const rules = action.params as Record<string, unknown> | undefined;
+	// Without it, a field the rules do not name would reach the handler but not the key.
+	if (rules?.$$strict !== "remove") throw new Error(`${action.name} is cached, so its params must be declared with $$strict: "remove"`);
+	const sent = (params ?? {}) as Record<string, unknown>;
+	return Object.fromEntries(Object.keys(rules).filter(field => !field.startsWith("$$") && Object.hasOwn(sent, field)).map(field => [field, sent[field]]));
+}
+
+/**
+ * The key of an answer of `action` (lib/cache.ts answerKey): the fields it reads and the
+ * generations of the services its answer is made of, as this node knows them; null for an
+ * action that is not cached. A read that began before a write stores its answer under the old
+ * generations, where no later read looks. The local cacher, the caller's lookup and the gateway's
+ * ETags all use it.
+ */
+export function cacheKey(broker: ServiceBroker, action: CachedAction, params: unknown): string | null {
+	const services = (action.cache as Partial<CatalogueCache> | undefined)?.from;
+	if (!services) return null;
+	return answerKey(action.name!, fieldsRead(action, params), generationStamp(generationsOf(broker), services));
+}
+
+/**
+ * The ETag of the answer `action` gives for `params` as this node would serve it from the cache,
+ * without asking for the answer; null when the answer is not cached here (no cacher: the
+ * generations do not move). The broker's instance id changes at every start.
+ */
+export function cachedAnswerTag(broker: ServiceBroker, action: CachedAction, params: unknown): string | null {
+	const key = broker.cacher ? cacheKey(broker, action, params) : null;
+	return key === null ? null : answerTag(key, broker.instanceID);
 }
 
 /** The `cache` of an action whose answer is made of the records of `services`. */
 export function cachedFrom(...services: string[]): CatalogueCache {
-	return { from: services, keygen: (action, _opts, ctx) => cacheKey(ctx, action, services) };
+	return { from: services, keygen: (action, _opts, ctx) => cacheKey(ctx.broker, action, ctx.params)! };
 }
 
 const redisOf = (broker: ServiceBroker) => (broker.cacher instanceof Cachers.Redis ? (broker.cacher as Cachers.Redis<RedisClient>) : null);

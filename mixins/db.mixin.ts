@@ -166,6 +166,7 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound
 				...readOnly,
 				cache: cachedFrom(collection),
 				params: {
+					$$strict: "remove",
 					id: [{ type: "string", empty: false }, { type: "array", items: "string" }],
 					mapping: { type: "boolean", optional: true },
 				},

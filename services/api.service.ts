@@ -1,10 +1,11 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import { Errors, type Context, type Service, type ServiceSchema } from "moleculer";
+import fresh from "fresh";
+import { Errors, type ActionSchema, type Context, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config";
-import { generationNews } from "../mixins/cache.mixin";
+import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/access-log";
 import { texts } from "../lib/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/docs-page";
@@ -16,6 +17,8 @@ import {
 	assignRequestId,
 	carriesToken,
 	checkJsonBody,
+	compress,
+	conditionalOnlyForReads,
 	docsSecurityHeaders,
 	limitUrlLength,
 	queryOnlyForReads,
@@ -65,6 +68,9 @@ export const routeAliases = [
 
 /** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
 const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
+
+/** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
+type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
 
 /** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
 const WRITES = new Set(["PUT", "DELETE"]);
@@ -123,7 +129,9 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					autoAliases: false,
 					aliases,
 					bodyParsers: { json: { limit: options.bodyLimit } },
-					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, ...(cors ? [] : [refuseOptions])],
+					use: [compress, limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
+					// A weak ETag (as Express gives) on every answer that has no tag of its cache's (onBeforeCall).
+					etag: "weak",
 					cors,
 					rateLimit: rateLimitPolicy,
 					authorization: apiToken !== null,
@@ -131,6 +139,15 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					// tracked, their calls would make the broker wait for them before the gateway even
 					// stops listening.
 					callOptions: { tracking: false },
+					// A cached read's ETag comes from its cache key (README, "Caching"); when the client holds
+					// it already, the answer is a 304 and no service is asked.
+					onBeforeCall(this: Service, _ctx: Context, _route: unknown, req: RoutedRequest, res: ServerResponse) {
+						if (req.method !== "GET" || !req.$action) return;
+						const tag = cachedAnswerTag(this.broker, req.$action, req.$params);
+						if (tag === null) return;
+						res.setHeader("ETag", tag);
+						if (fresh(req.headers, { etag: tag })) req.$endpoint = this.broker.findNextActionEndpoint("api.notModified");
+					},
 				},
 				{
 					// The docs page and the swagger-ui-dist files it loads, under a Content-Security-Policy of its own.
@@ -138,7 +155,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					mappingPolicy: "restrict",
 					autoAliases: false,
 					aliases: docsAliases,
-					use: [docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+					use: [compress, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+					etag: "weak",
 					rateLimit: rateLimitPolicy,
 					callOptions: { tracking: false },
 				},
@@ -146,6 +164,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
 			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
 				const { status, body, headers } = toFailure(err);
+				// A failed read has no tag: the one onBeforeCall set named the answer it did not get.
+				res.removeHeader("ETag");
 				if (status >= 500) this.logger.error(requestFields(req), "Request failed:", err);
 				if (status === 429) res.setHeader("Retry-After", retryAfter(req));
 				for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
@@ -168,6 +188,16 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				async handler(this: Service) {
 					if ((await readiness(this.broker)).ready) return { status: "ready" };
 					throw new Errors.ServiceNotAvailableError({ action: "api.ready", nodeID: this.broker.nodeID });
+				},
+			},
+
+			// Nothing, with status 304: what a cached read is sent instead when the client's tag is current.
+			// Called only by onBeforeCall above: not on HTTP.
+			notModified: {
+				visibility: "public",
+				handler(ctx: Context<unknown, { $statusCode?: number }>) {
+					ctx.meta.$statusCode = 304;
+					return null;
 				},
 			},
 

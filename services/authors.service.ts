@@ -42,6 +42,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 		list: {
 			...readOnly,
 			cache: cachedFrom("authors"),
+			params: { $$strict: "remove" },
 			handler(ctx: Context): Promise<Author[]> {
 				return this._find(ctx, { sort: sortKeys([{ property: "id" }]) });
 			},

@@ -1,4 +1,5 @@
 import { Cachers } from "moleculer";
+import { MemoryBytesCacher } from "../../lib/memory-cacher";
 import { localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 // Reads are cached (in memory in one broker, in Redis shared by the nodes over NATS) and a write
@@ -199,9 +200,54 @@ describe("a write makes stale only what it changes", () => {
 	});
 });
 
+describe("the key of a cached answer is what the action reads", () => {
+	test("a filter crafted from moleculer's key separators does not poison the honest filter's answer", async () => {
+		const crafted = encodeURIComponent(`${family.id}"|title|"catan`);
+		expect((await api.get(`/game?idCategory=${crafted}`)).body).toEqual([]);
+		const honest = await api.get(`/game?idCategory=${family.id}&title=catan`);
+		expect(honest.body.map((game: { id: string }) => game.id)).toEqual([catan.id]);
+	});
+
+	test("the same filters in either order share one cached answer", async () => {
+		const first = await api.get(`/game?idCategory=${family.id}&title=cat`);
+		let again: Awaited<ReturnType<typeof api.get>> | undefined;
+		const reads = await storeReads(async () => (again = await api.get(`/game?title=cat&idCategory=${family.id}`)));
+		expect(again?.body).toEqual(first.body);
+		expect(sum(reads)).toBe(0);
+	});
+
+	test("GET /game/{anything} and unknown query fields share GET /game's cached answer", async () => {
+		const list = await api.get("/game");
+		const variants = ["/game/seg1", "/game/seg2?junk=1", "/game?junk1=1", "/game?junk2=2&junk3=3"];
+		const answers: unknown[] = [];
+		const reads = await storeReads(async () => {
+			for (const path of variants) answers.push((await api.get(path)).body);
+		});
+		expect(answers).toEqual(variants.map(() => list.body));
+		expect(sum(reads)).toBe(0);
+	});
+
+	test("unknown fields of a get, a page or an author list share the plain request's answer", async () => {
+		await api.get(`/author/${knizia.id}`);
+		await api.get("/author");
+		await api.post("/author", page);
+		const reads = await storeReads(async () => {
+			await api.get(`/author/${knizia.id}?fields=name&populate=x`);
+			await api.get("/author?junk=1");
+			await api.post("/author", { ...page, junk: "x" });
+		});
+		expect(sum(reads)).toBe(0);
+	});
+
+	test("fields the action ignores never reach it: ?fields= does not trim a record", async () => {
+		const { body } = await api.get(`/category/${strategy.id}?fields=id`);
+		expect(body).toEqual({ id: strategy.id, name: "Strategy" });
+	});
+});
+
 describe("the cache of the layout", () => {
-	test("one broker caches in memory; brokers over NATS share Redis", () => {
-		const expected = catalogue.topology === "nats" ? Cachers.Redis : Cachers.MemoryLRU;
+	test("one broker caches in memory, bounded in bytes; brokers over NATS share Redis", () => {
+		const expected = catalogue.topology === "nats" ? Cachers.Redis : MemoryBytesCacher;
 		for (const broker of catalogue.brokers) expect(broker.cacher).toBeInstanceOf(expected);
 	});
 });

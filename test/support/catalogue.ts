@@ -117,7 +117,7 @@ export async function startCatalogue({ middlewares = [], topology = projectTopol
 		return created;
 	};
 	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts).
-	const cacher = cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null });
+	const cacher = cacherOptions({ ...config, redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null });
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
 				broker({ nodeID: `${name}-${process.pid}`, namespace, cacher, transporter: { type: "NATS", options: { url: nats.url } } }, [name]),
