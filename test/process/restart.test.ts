@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startProcess } from "../support/process";
+import { rawRequest } from "../support/raw-http";
 
 const dataDir = mkdtempSync(path.join(tmpdir(), "catalogue-restart-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -40,5 +41,31 @@ test("data written through HTTP survives a restart of the process on the same da
 		expect(ids).toEqual([...ids].sort());
 	} finally {
 		expect(await second.stop()).toBe(0);
+	}
+});
+
+test("an ETag handed out before the process was killed (SIGKILL) never answers 304 after a restart", async () => {
+	const killedDir = mkdtempSync(path.join(tmpdir(), "catalogue-etag-"));
+	const first = await startProcess({ DATA_DIR: killedDir, STORAGE: "file" });
+	let tag: string;
+	try {
+		const empty = await first.api.get("/category");
+		expect(empty.body).toEqual([]);
+		tag = empty.headers.get("etag")!;
+		await first.api.category("Euro");
+	} finally {
+		await first.kill();
+	}
+	// Generations start again at 0 in a new process, so the list is at its first generation again, with other records.
+	const second = await startProcess({ DATA_DIR: killedDir, STORAGE: "file" });
+	try {
+		const before = await rawRequest(`${second.api.url}/category`, "GET", { "If-None-Match": tag });
+		expect(before.status).toBe(200);
+		expect(JSON.parse(before.body.toString())).toEqual([expect.objectContaining({ name: "Euro" })]);
+		// The tag of what is stored now does answer 304.
+		expect((await rawRequest(`${second.api.url}/category`, "GET", { "If-None-Match": before.headers.etag! })).status).toBe(304);
+	} finally {
+		await second.stop();
+		rmSync(killedDir, { recursive: true, force: true });
 	}
 });

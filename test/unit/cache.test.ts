@@ -1,6 +1,7 @@
-import { ServiceBroker } from "moleculer";
+import { ServiceBroker, type ActionSchema } from "moleculer";
 import { answerKey, answerTag, cacherOptions, generationStamp, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache";
 import { answerBytes, MemoryBytesCacher } from "../../lib/memory-cacher";
+import { cachedFrom, cacheKey } from "../../mixins/cache.mixin";
 
 const MB = 1024 * 1024;
 
@@ -105,5 +106,25 @@ describe("generationStamp", () => {
 		]);
 		expect(generationStamp(generations, ["games", "authors", "categories"])).toBe("7.3.0");
 		expect(generationStamp(generations, ["authors"])).toBe("3");
+	});
+});
+
+describe("cacheKey", () => {
+	const broker = new ServiceBroker({ logger: false });
+	const list = (params: Record<string, unknown> | undefined) => ({ name: "games.list", params: params as ActionSchema["params"], cache: cachedFrom("games") });
+
+	test("only the fields the action's rules name, in any order", () => {
+		const action = list({ $$strict: "remove", title: "string", idCategory: "string" });
+		expect(cacheKey(broker, action, { query: "segment", title: "a", idCategory: "b", junk: 1 })).toBe(cacheKey(broker, action, { idCategory: "b", title: "a" }));
+		expect(cacheKey(broker, action, { title: "a" })).not.toBe(cacheKey(broker, action, { title: "a", idCategory: "b" }));
+	});
+
+	test("a cached action whose rules keep unknown fields is refused: they would reach it but not its key", () => {
+		expect(() => cacheKey(broker, list({ title: "string" }), {})).toThrow(/games.list is cached, so its params must be declared with \$\$strict: "remove"/);
+		expect(() => cacheKey(broker, list(undefined), {})).toThrow(/\$\$strict/);
+	});
+
+	test("an action that is not cached has no key", () => {
+		expect(cacheKey(broker, { name: "games.create", params: { $$strict: "remove" } }, {})).toBeNull();
 	});
 });

@@ -1,0 +1,157 @@
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { callCounter } from "../support/calls";
+import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { rawRequest, type RawAnswer } from "../support/raw-http";
+
+// Conditional GET and compression: README, "Caching" (ETags, compression).
+
+let catalogue: Catalogue;
+let api: Api;
+const counter = callCounter();
+
+/** A GET with exactly these headers (support/raw-http.ts: not fetch, which adds its own). */
+const rawGet = (path: string, headers: Record<string, string> = {}) => rawRequest(`${api.url}${path}`, "GET", headers);
+const json = (answer: RawAnswer) => JSON.parse(answer.body.toString());
+
+const tagOf = async (path: string) => (await rawGet(path)).headers.etag!;
+const conditional = (path: string, tag: string) => rawGet(path, { "If-None-Match": tag });
+/** The calls of the catalogue's services (not the gateway's own actions) made while `send` runs. */
+async function serviceCalls(send: () => Promise<unknown>): Promise<string[]> {
+	counter.calls.length = 0;
+	await send();
+	return counter.calls.filter(action => !action.startsWith("api."));
+}
+
+let family: { id: string };
+let knizia: { id: string };
+
+beforeAll(async () => {
+	catalogue = await startCatalogue({ middlewares: [counter.middleware] });
+	api = catalogue.api;
+	family = await api.category("Family");
+	knizia = await api.author("Reiner Knizia", "German");
+	// Enough games that GET /game is well over 1 KB.
+	for (let i = 0; i < 12; i++) await api.game(`Game number ${i} with a long enough title`, family, knizia);
+});
+afterAll(() => catalogue.stop());
+
+const GETS = () => [
+	"/author",
+	`/author/${knizia.id}`,
+	"/category",
+	"/category?name=fam",
+	`/category/${family.id}`,
+	"/game",
+	`/game?title=game&idCategory=${family.id}`,
+	"/health/live",
+	"/openapi.json",
+];
+
+describe("ETag and If-None-Match", () => {
+	test("every 200 answer of a GET carries a weak ETag", async () => {
+		for (const path of GETS()) {
+			const { status, headers } = await rawGet(path);
+			expect({ path, status, etag: headers.etag }).toEqual({ path, status: 200, etag: expect.stringMatching(/^W\/".+"$/) });
+		}
+	});
+
+	test("If-None-Match with the current tag answers 304 with no body, the tag repeated", async () => {
+		for (const path of GETS()) {
+			const tag = await tagOf(path);
+			const { status, headers, body } = await conditional(path, tag);
+			expect({ path, status, etag: headers.etag, body: body.length }).toEqual({ path, status: 304, etag: tag, body: 0 });
+		}
+	});
+
+	test("a tag among several, or *, matches too; another tag does not", async () => {
+		const tag = await tagOf("/game");
+		expect((await conditional("/game", `W/"other", ${tag}`)).status).toBe(304);
+		expect((await conditional("/game", "*")).status).toBe(304);
+		const other = await conditional("/game", 'W/"other"');
+		expect(other.status).toBe(200);
+		expect(json(other)).toHaveLength(12);
+	});
+
+	test("a 304 for a cached read asks no service: its tag comes from the cache's key", async () => {
+		for (const path of GETS().slice(0, 7)) {
+			const tag = await tagOf(path);
+			expect({ path, calls: await serviceCalls(() => conditional(path, tag)) }).toEqual({ path, calls: [] });
+			// The same read without the tag does call the service (the count would see it).
+			expect((await serviceCalls(() => rawGet(path))).length).toBeGreaterThan(0);
+		}
+	});
+
+	test("after each kind of write the old tag no longer matches: 200 with the new data", async () => {
+		const writes: [string, () => Promise<unknown>, string, (body: any) => boolean][] = [
+			["an author renamed", () => api.put(`/author/${knizia.id}`, { name: "R. Knizia", nationality: "German" }), "/game", body => body[0].author.name === "R. Knizia"],
+			["a category renamed", () => api.put(`/category/${family.id}`, { name: "Family games" }), `/category/${family.id}`, body => body.name === "Family games"],
+			["a game created", () => api.game("Lost Cities", family, knizia), "/game", body => body.some((game: { title: string }) => game.title === "Lost Cities")],
+			["an author created", () => api.author("Uwe Rosenberg", "German"), "/author", body => body.length === 2],
+		];
+		for (const [write, send, path, changed] of writes) {
+			const before = await tagOf(path);
+			await send();
+			const after = await conditional(path, before);
+			expect({ write, status: after.status }).toEqual({ write, status: 200 });
+			expect({ write, changed: changed(json(after)) }).toEqual({ write, changed: true });
+			expect(after.headers.etag).not.toBe(before);
+		}
+	});
+
+	test("a failed read carries no ETag", async () => {
+		const { status, headers } = await rawGet("/author/noExist");
+		expect(status).toBe(400);
+		expect(headers.etag).toBeUndefined();
+	});
+
+	test("writes and searches run whatever their conditional headers say", async () => {
+		const created = await rawRequest(`${api.url}/category`, "PUT", { "If-None-Match": "*" }, { name: "Abstract" });
+		expect(created.status).toBe(200);
+		expect(json(created).category.name).toBe("Abstract");
+		const pageable = { pageable: { pageNumber: 0, pageSize: 5 } };
+		const first = await rawRequest(`${api.url}/author`, "POST", {}, pageable);
+		for (const tag of [first.headers.etag ?? "missing", "*"]) {
+			const again = await rawRequest(`${api.url}/author`, "POST", { "If-None-Match": tag }, pageable);
+			expect({ tag, status: again.status }).toEqual({ tag, status: 200 });
+			expect(json(again)).toEqual(json(first));
+		}
+	});
+});
+
+describe("compression", () => {
+	test.each([
+		["gzip", gunzipSync],
+		["br", brotliDecompressSync],
+	])("%s when the client accepts it and the answer is over 1 KB; decompressed, the same bytes", async (encoding, decompress) => {
+		const plain = await rawGet("/game");
+		expect(plain.body.length).toBeGreaterThan(1024);
+		const compressed = await rawGet("/game", { "Accept-Encoding": encoding });
+		expect(compressed.status).toBe(200);
+		expect(compressed.headers["content-encoding"]).toBe(encoding);
+		expect(compressed.headers.vary).toMatch(/Accept-Encoding/i);
+		expect(compressed.body.length).toBeLessThan(plain.body.length);
+		expect(decompress(compressed.body).equals(plain.body)).toBe(true);
+	});
+
+	test("a client that accepts no encoding gets the answer as before", async () => {
+		const { headers, body } = await rawGet("/game");
+		expect(headers["content-encoding"]).toBeUndefined();
+		expect(headers["content-type"]).toBe("application/json; charset=utf-8");
+		expect(JSON.parse(body.toString())).toHaveLength(13);
+	});
+
+	test("an answer under 1 KB is sent as it is", async () => {
+		const { headers, body } = await rawGet(`/category/${family.id}`, { "Accept-Encoding": "gzip, br" });
+		expect(headers["content-encoding"]).toBeUndefined();
+		expect(JSON.parse(body.toString()).id).toBe(family.id);
+	});
+
+	test("a compressed answer keeps its ETag, and a 304 stays empty", async () => {
+		const compressed = await rawGet("/game", { "Accept-Encoding": "gzip" });
+		const tag = compressed.headers.etag!;
+		expect(tag).toBe(await tagOf("/game"));
+		const notModified = await rawGet("/game", { "Accept-Encoding": "gzip", "If-None-Match": tag });
+		expect(notModified.status).toBe(304);
+		expect(notModified.body.length).toBe(0);
+	});
+});
