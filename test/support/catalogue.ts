@@ -100,13 +100,15 @@ export interface CatalogueOptions {
 	settings?: Partial<GatewayOptions>;
 	/** More broker options for the node that runs the gateway (metrics on a port of the test's own, ...). */
 	gatewayBroker?: BrokerOptions;
+	/** The bytes the in-memory cache of one broker may hold (CACHE_MAX_MB); the configuration's by default. */
+	cacheMaxBytes?: number;
 }
 
 /**
  * The four services with the storage of the environment (memory, or MongoDB in that project), laid
  * out as `topology` says, the gateway on a free port; resolves once the gateway reaches every service.
  */
-export async function startCatalogue({ middlewares = [], topology = projectTopology(), settings, gatewayBroker }: CatalogueOptions = {}): Promise<Catalogue> {
+export async function startCatalogue({ middlewares = [], topology = projectTopology(), settings, gatewayBroker, cacheMaxBytes = config.cacheMaxBytes }: CatalogueOptions = {}): Promise<Catalogue> {
 	const nats = topology === "nats" ? await startNats() : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
@@ -117,7 +119,7 @@ export async function startCatalogue({ middlewares = [], topology = projectTopol
 		return created;
 	};
 	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts).
-	const cacher = cacherOptions({ ...config, redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null });
+	const cacher = cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null, cacheMaxBytes });
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
 				broker({ nodeID: `${name}-${process.pid}`, namespace, cacher, transporter: { type: "NATS", options: { url: nats.url } } }, [name]),
