@@ -7,21 +7,21 @@ import { notFound, texts } from "../lib/errors";
 import { gameSearch, type GameSearch } from "../lib/game-search";
 import { newId, newToken } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
-import { GAME_SORT, sortKeys } from "../lib/page";
+import { effectivePage, GAME_SORT, listParams, pageableRule, pageSlice, sortKeys, type Page } from "../lib/page";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
-import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
+import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
 const gameBody = { title: text(200), age: wholeNumber(0, 99), category: reference, author: reference };
 
-/** The filters of GET /game; the longest title filter is a title's own 200 characters. */
+/** The filters of GET /game and POST /game; the longest title filter is a title's own 200 characters. */
 const gameFilter = { title: filter(200), idCategory: { type: "string", optional: true } } as const;
 
 /** The references a listed game carries as full records. */
 const WITH_REFERENCES = ["category", "author"];
 
-/** The order of GET /game: by id. */
+/** The order of GET /game, and of a game page sorted on nothing: by id. */
 const BY_ID = sortKeys(undefined, GAME_SORT);
 
 /** Those of `ids` that `service` has a record for, asked in one batched call. */
@@ -57,6 +57,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			failures: {
 				get: texts.fetchGames,
 				list: texts.fetchGames,
+				page: texts.fetchGamesPage,
 				create: texts.createGame,
 				update: texts.updateGame,
 				remove: texts.deleteGame,
@@ -78,6 +79,27 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			params: { $$strict: "remove", ...gameFilter },
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
 				return this.withReferences(ctx, await this.searchGames(gameSearch(ctx.params, published), BY_ID));
+			},
+		},
+
+		// One page of the games GET /game would list with the same filters, sorted as asked (by id
+		// when no property is given), with full category and author records; 400 as GET /game.
+		page: {
+			...readOnly,
+			cache: cachedFrom("games", "authors", "categories"),
+			params: { $$strict: "remove", pageable: pageableRule(GAME_SORT.fields), ...gameFilter },
+			async handler(ctx: Context<GamePageRequest>): Promise<Page<ListedGame>> {
+				const { pageable, ...filters } = ctx.params;
+				const page = effectivePage(pageable);
+				const search = gameSearch(filters, published);
+				const sort = sortKeys(pageable.sort, GAME_SORT);
+				if (!search.title) {
+					const { rows, total } = await this._list<ListedGame>(ctx, { query: search.query, sort, ...listParams(page), populate: WITH_REFERENCES });
+					return { content: rows, pageable: page, totalElements: total };
+				}
+				// The store cannot run the title test: it sorts, the titles are tested here, and only the page is populated.
+				const games = await this.searchGames(search, sort);
+				return { content: await this.withReferences(ctx, pageSlice(games, page)), pageable: page, totalElements: games.length };
 			},
 		},
 
