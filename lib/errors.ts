@@ -17,6 +17,7 @@ export const texts = {
 	deleteAuthor: "Error deleting author",
 	fetchAuthorsPage: "Error fetching authors page",
 	fetchGames: "Error fetching games",
+	fetchGamesPage: "Error fetching games page",
 	createGame: "Error creating game",
 	updateGame: "Error updating game",
 	deleteGame: "Error deleting game",

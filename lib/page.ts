@@ -1,44 +1,97 @@
-/** The author page request and answer of POST /author, independent of storage. */
+/** The page request and answer of POST /author and POST /game, independent of storage. */
+
+import { wholeNumber } from "./params";
 
 export const DEFAULT_PAGE_SIZE = 5;
 export const MAX_PAGE_SIZE = 1000;
 /** Keeps the offset (page number times size) an exact integer in every backend. */
 export const MAX_PAGE_NUMBER = 1_000_000_000;
-export const AUTHOR_SORT_FIELDS = ["id", "name", "nationality"] as const;
 
-export type AuthorSortField = (typeof AUTHOR_SORT_FIELDS)[number];
+/** What a page of one kind of record may be sorted on, and what it is sorted on when `property` is absent. */
+export interface SortFields<F extends string = string> {
+	fields: readonly F[];
+	byDefault: F;
+}
 
-export interface SortOrder {
-	property?: AuthorSortField;
+export const AUTHOR_SORT = { fields: ["id", "name", "nationality"], byDefault: "name" } as const satisfies SortFields;
+/** Absent, a game page is in the order of GET /game: by id. */
+export const GAME_SORT = { fields: ["id", "title", "age"], byDefault: "id" } as const satisfies SortFields;
+
+export type AuthorSortField = (typeof AUTHOR_SORT.fields)[number];
+export type GameSortField = (typeof GAME_SORT.fields)[number];
+
+export interface SortOrder<F extends string = string> {
+	property?: F;
 	direction?: string;
 }
 
-export interface Pageable {
+export interface Pageable<F extends string = string> {
 	pageNumber: number;
 	pageSize: number;
-	sort?: SortOrder | SortOrder[];
+	sort?: SortOrder<F> | SortOrder<F>[];
+}
+
+/** The page number and size in effect. */
+export interface PageWindow {
+	pageNumber: number;
+	pageSize: number;
 }
 
 export interface Page<T> {
 	content: T[];
-	pageable: { pageNumber: number; pageSize: number };
+	pageable: PageWindow;
 	totalElements: number;
 }
 
+/**
+ * The validation rule of `pageable` for records sorted on `fields`: both numbers required, whole
+ * and in range; `sort` one order or a list of at most one order per field; extra keys dropped.
+ */
+export function pageableRule(fields: readonly string[]) {
+	const sortOrder = {
+		type: "object",
+		strict: "remove",
+		props: {
+			property: { type: "enum", values: fields, optional: true },
+			direction: { type: "string", optional: true },
+		},
+	} as const;
+	return {
+		type: "object",
+		strict: "remove",
+		props: {
+			pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
+			pageSize: wholeNumber(0, MAX_PAGE_SIZE),
+			sort: [{ ...sortOrder, optional: true }, { type: "array", items: sortOrder, max: fields.length, optional: true }],
+		},
+	} as const;
+}
+
 /** Falsy page numbers are page 0 and falsy sizes are the default size, as the interface says. */
-export function effectivePage({ pageNumber, pageSize }: Pageable): { pageNumber: number; pageSize: number } {
+export function effectivePage({ pageNumber, pageSize }: Pageable): PageWindow {
 	return { pageNumber: pageNumber || 0, pageSize: pageSize || DEFAULT_PAGE_SIZE };
+}
+
+/** moleculer-db's paging params of `_list` for the page: the store skips `offset` records and reads `limit`. */
+export function listParams({ pageNumber, pageSize }: PageWindow): { page: number; pageSize: number; offset: number; limit: number } {
+	return { page: pageNumber + 1, pageSize, offset: pageNumber * pageSize, limit: pageSize };
+}
+
+/** The records of the page, out of all of them in order (for a search the store cannot page). */
+export function pageSlice<T>(all: readonly T[], { pageNumber, pageSize }: PageWindow): T[] {
+	const offset = pageNumber * pageSize;
+	return all.slice(offset, offset + pageSize);
 }
 
 /**
  * Turns `sort` (one order or a list, first key first) into moleculer-db sort keys. An absent
- * property sorts by name; only lowercase `desc` is descending. The id is always the last key, so
- * records with equal keys keep creation order and pages never overlap.
+ * property sorts by the records' default; only lowercase `desc` is descending. The id is always
+ * the last key, so records with equal keys keep creation order and pages never overlap.
  */
-export function sortKeys(sort: SortOrder | SortOrder[] | undefined, storedId = "_id"): string[] {
+export function sortKeys<F extends string>(sort: SortOrder<F> | SortOrder<F>[] | undefined, { byDefault }: Pick<SortFields<F>, "byDefault">, storedId = "_id"): string[] {
 	const orders = sort === undefined ? [] : [sort].flat();
 	const keys = new Map<string, string>();
-	for (const { property = "name", direction } of orders.length > 0 ? orders : [{}]) {
+	for (const { property = byDefault, direction } of orders.length > 0 ? orders : [{}]) {
 		const field = property === "id" ? storedId : property;
 		if (!keys.has(field)) keys.set(field, direction === "desc" ? `-${field}` : field);
 	}

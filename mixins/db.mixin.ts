@@ -38,7 +38,8 @@ export interface Store<T extends Row = Row> {
 		removeMany(query: Record<string, unknown>): Promise<number>;
 	};
 	_find(ctx: Context, params: FindParams): Promise<T[]>;
-	_list(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: T[]; total: number }>;
+	/** `R`: the records as `populate` makes them. */
+	_list<R = T>(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: R[]; total: number }>;
 	_get(ctx: Context, params: { id: string }): Promise<T>;
 	_create(ctx: Context, params: Omit<T, "id">): Promise<T>;
 	_update(ctx: Context, params: T): Promise<T>;

@@ -6,7 +6,7 @@
 import { texts } from "../lib/errors";
 import { objectSchema, type JsonSchema, type Params } from "../lib/json-schema";
 import type { OperationDoc } from "../lib/openapi";
-import { DEFAULT_PAGE_SIZE } from "../lib/page";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../lib/page";
 // The document must say what the validation does, so it reads the services' own `params`. Importing
 // a schema creates nothing: dbMixin makes its adapter only when a broker creates the service.
 import AuthorsService from "./authors.service";
@@ -61,6 +61,30 @@ const changed = one("1: the record is changed.", { const: 1 }, 1);
 const list = (name: string, example: unknown, what: string) => one(`Every ${what}, ordered by id (creation order).`, { type: "array", items: ref(name) }, [example]);
 const status = (value: string) => one(`{ status: "${value}" }`, { type: "object", properties: { status: { const: value } }, required: ["status"] }, { status: value });
 const idField = (what: string) => ({ id: `The ${what}'s id.` });
+/** The page envelope of `name` records; `total` says what totalElements counts. */
+const page = (name: string, example: unknown, total: string) =>
+	one(
+		`The page, and ${total}.`,
+		{
+			type: "object",
+			properties: {
+				content: { type: "array", items: ref(name) },
+				pageable: { type: "object", properties: { pageNumber: { type: "integer" }, pageSize: { type: "integer" } }, required: ["pageNumber", "pageSize"] },
+				totalElements: { type: "integer" },
+			},
+			required: ["content", "pageable", "totalElements"],
+		},
+		{ content: [example], pageable: { pageNumber: 0, pageSize: DEFAULT_PAGE_SIZE }, totalElements: 1 },
+	);
+/** What a page request means, for records sorted on `properties` (by `byDefault` when absent). */
+const paging = (properties: string, byDefault: string) =>
+	`\`pageNumber\` is zero-based; \`pageSize\` 0 means ${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE}. \`sort\` is one order or a list of them, first key first; ` +
+	`\`property\` is ${properties} (absent: \`${byDefault}\`), and only \`desc\` is descending. A page past the end has an empty \`content\`.`;
+/** The filters GET /game and POST /game share. */
+const gameFilters = {
+	title: "A regular expression (RE2 syntax) matched anywhere in the title, ignoring case.",
+	idCategory: "Keeps the games of this category.",
+};
 
 const catalogue = (tag: string, docs: Omit<OperationDoc, "tag">): OperationDoc => ({ tag, ...docs });
 const categories = (docs: Omit<OperationDoc, "tag">) => catalogue("categories", docs);
@@ -104,22 +128,8 @@ export const operations: Record<string, OperationDoc> = {
 	"authors.list": authors({ summary: "List every author", answer: list("Author", knizia, "author"), failures: [texts.fetchAuthors] }),
 	"authors.page": authors({
 		summary: "One page of authors",
-		description:
-			`\`pageNumber\` is zero-based; \`pageSize\` 0 means ${DEFAULT_PAGE_SIZE}. \`sort\` is one order or a list of them, first key first; ` +
-			"`property` is `id`, `name` or `nationality` (absent: `name`), and only `desc` is descending. A page past the end has an empty `content`.",
-		answer: one(
-			"The page, and how many authors there are in all.",
-			{
-				type: "object",
-				properties: {
-					content: { type: "array", items: ref("Author") },
-					pageable: { type: "object", properties: { pageNumber: { type: "integer" }, pageSize: { type: "integer" } }, required: ["pageNumber", "pageSize"] },
-					totalElements: { type: "integer" },
-				},
-				required: ["content", "pageable", "totalElements"],
-			},
-			{ content: [knizia], pageable: { pageNumber: 0, pageSize: 5 }, totalElements: 1 },
-		),
+		description: paging("`id`, `name` or `nationality`", "name"),
+		answer: page("Author", knizia, "how many authors there are in all"),
 		invalid: { pageable: { pageNumber: "first", pageSize: 5 } },
 		failures: [texts.fetchAuthorsPage],
 	}),
@@ -150,13 +160,17 @@ export const operations: Record<string, OperationDoc> = {
 	"games.list": games({
 		summary: "List games, with their category and author",
 		answer: list("ListedGame", listed, "game that matches the filters"),
-		fields: {
-			title: "A regular expression (RE2 syntax) matched anywhere in the title, ignoring case.",
-			idCategory: "Keeps the games of this category.",
-			query: "Ignored: the answer is the same as GET /game's.",
-		},
+		fields: { ...gameFilters, query: "Ignored: the answer is the same as GET /game's." },
 		invalid: { title: "x".repeat(201) },
 		failures: [texts.fetchGames],
+	}),
+	"games.page": games({
+		summary: "One page of games, with their category and author",
+		description: `The games GET /game lists with the same filters, a page at a time. ${paging("`id`, `title` or `age`", "id")}`,
+		answer: page("ListedGame", listed, "how many games match the filters in all"),
+		fields: gameFilters,
+		invalid: { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name" } } },
+		failures: [texts.fetchGames, texts.fetchGamesPage],
 	}),
 	"games.remove": games({ summary: "Delete a game", answer: wrapped("game", "Game", tigris), fields: idField("game"), failures: [texts.gameNotFound, texts.deleteGame] }),
 

@@ -47,6 +47,7 @@ const aliases = {
 	"PUT /game/:id": "games.update",
 	"GET /game": "games.list",
 	"GET /game/:query": "games.list",
+	"POST /game": "games.page",
 	"DELETE /game/:id": "games.remove",
 
 	"GET /health/live": "api.live",

@@ -1,20 +1,11 @@
 import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/errors";
-import { AUTHOR_SORT_FIELDS, MAX_PAGE_NUMBER, MAX_PAGE_SIZE, effectivePage, sortKeys, type Page } from "../lib/page";
-import { id, text, wholeNumber } from "../lib/params";
+import { AUTHOR_SORT, effectivePage, listParams, pageableRule, sortKeys, type Page } from "../lib/page";
+import { id, text } from "../lib/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
-
-const sortOrder = {
-	type: "object",
-	strict: "remove",
-	props: {
-		property: { type: "enum", values: AUTHOR_SORT_FIELDS, optional: true },
-		direction: { type: "string", optional: true },
-	},
-} as const;
 
 const AuthorsService: CatalogueSchema<Author> = {
 	name: "authors",
@@ -44,7 +35,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 			cache: cachedFrom("authors"),
 			params: { $$strict: "remove" },
 			handler(ctx: Context): Promise<Author[]> {
-				return this._find(ctx, { sort: sortKeys([{ property: "id" }]) });
+				return this._find(ctx, { sort: sortKeys([{ property: "id" }], AUTHOR_SORT) });
 			},
 		},
 
@@ -52,28 +43,11 @@ const AuthorsService: CatalogueSchema<Author> = {
 		page: {
 			...readOnly,
 			cache: cachedFrom("authors"),
-			params: {
-				$$strict: "remove",
-				pageable: {
-					type: "object",
-					strict: "remove",
-					props: {
-						pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
-						pageSize: wholeNumber(0, MAX_PAGE_SIZE),
-						sort: [{ ...sortOrder, optional: true }, { type: "array", items: sortOrder, max: AUTHOR_SORT_FIELDS.length, optional: true }],
-					},
-				},
-			},
+			params: { $$strict: "remove", pageable: pageableRule(AUTHOR_SORT.fields) },
 			async handler(ctx: Context<AuthorPageRequest>): Promise<Page<Author>> {
-				const { pageNumber, pageSize } = effectivePage(ctx.params.pageable);
-				const { rows, total } = await this._list(ctx, {
-					sort: sortKeys(ctx.params.pageable.sort),
-					limit: pageSize,
-					offset: pageNumber * pageSize,
-					page: pageNumber + 1,
-					pageSize,
-				});
-				return { content: rows, pageable: { pageNumber, pageSize }, totalElements: total };
+				const page = effectivePage(ctx.params.pageable);
+				const { rows, total } = await this._list(ctx, { sort: sortKeys(ctx.params.pageable.sort, AUTHOR_SORT), ...listParams(page) });
+				return { content: rows, pageable: page, totalElements: total };
 			},
 		},
 

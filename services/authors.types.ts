@@ -1,4 +1,4 @@
-import type { Pageable } from "../lib/page";
+import type { AuthorSortField, Pageable } from "../lib/page";
 
 export interface Author {
 	id: string;
@@ -14,5 +14,5 @@ export interface AuthorBody {
 export type AuthorUpdate = AuthorBody & { id: string };
 
 export interface AuthorPageRequest {
-	pageable: Pageable;
+	pageable: Pageable<AuthorSortField>;
 }

@@ -3,19 +3,26 @@ import type { Context } from "moleculer";
 import { firstFailure } from "../lib/checks";
 import { claim, release, type ClaimOptions } from "../lib/claims";
 import { config } from "../lib/config";
-import { CatalogueError, notFound, texts } from "../lib/errors";
+import { notFound, texts } from "../lib/errors";
+import { gameSearch, type GameSearch } from "../lib/game-search";
 import { newId, newToken } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
+import { effectivePage, GAME_SORT, listParams, pageableRule, pageSlice, sortKeys, type Page } from "../lib/page";
 import { filter, id, reference, text, wholeNumber } from "../lib/params";
-import { compileTitleFilter } from "../lib/title-filter";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
-import type { Game, GameBody, GameCountQuery, GameFilter, GameUpdate, ListedGame, OrphanGame } from "./games.types";
+import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
 const gameBody = { title: text(200), age: wholeNumber(0, 99), category: reference, author: reference };
 
-/** The longest title filter accepted (a title itself has at most 200 characters). */
-const MAX_TITLE_FILTER = 200;
+/** The filters of GET /game and POST /game; the longest title filter is a title's own 200 characters. */
+const gameFilter = { title: filter(200), idCategory: { type: "string", optional: true } } as const;
+
+/** The references a listed game carries as full records. */
+const WITH_REFERENCES = ["category", "author"];
+
+/** The order of GET /game, and of a game page sorted on nothing: by id. */
+const BY_ID = sortKeys(undefined, GAME_SORT);
 
 /** Those of `ids` that `service` has a record for, asked in one batched call. */
 async function existingIds(ctx: Context, service: "categories" | "authors", ids: string[]): Promise<Set<string>> {
@@ -35,6 +42,8 @@ const unknownGame = notFound(texts.gameNotFound);
 
 interface GamesMethods {
 	checkReferences(ctx: Context, references: References): Promise<void>;
+	searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]>;
+	withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]>;
 }
 
 const GamesService: CatalogueSchema<Game, GamesMethods> = {
@@ -48,6 +57,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			failures: {
 				get: texts.fetchGames,
 				list: texts.fetchGames,
+				page: texts.fetchGamesPage,
 				create: texts.createGame,
 				update: texts.updateGame,
 				remove: texts.deleteGame,
@@ -66,17 +76,30 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			...readOnly,
 			// The answer embeds categories and authors: their writes make it stale too.
 			cache: cachedFrom("games", "authors", "categories"),
-			params: { $$strict: "remove", title: filter(MAX_TITLE_FILTER), idCategory: { type: "string", optional: true } },
+			params: { $$strict: "remove", ...gameFilter },
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
-				const { title = "", idCategory } = ctx.params;
-				const matches = compileTitleFilter(title);
-				if (typeof matches !== "function") {
-					throw new CatalogueError(texts.fetchGames, "INVALID_PATTERN", [{ field: "title", message: matches.refused, type: "pattern" }]);
+				return this.withReferences(ctx, await this.searchGames(gameSearch(ctx.params, published), BY_ID));
+			},
+		},
+
+		// One page of the games GET /game would list with the same filters, sorted as asked (by id
+		// when no property is given), with full category and author records; 400 as GET /game.
+		page: {
+			...readOnly,
+			cache: cachedFrom("games", "authors", "categories"),
+			params: { $$strict: "remove", pageable: pageableRule(GAME_SORT.fields), ...gameFilter },
+			async handler(ctx: Context<GamePageRequest>): Promise<Page<ListedGame>> {
+				const { pageable, ...filters } = ctx.params;
+				const page = effectivePage(pageable);
+				const search = gameSearch(filters, published);
+				const sort = sortKeys(pageable.sort, GAME_SORT);
+				if (!search.title) {
+					const { rows, total } = await this._list<ListedGame>(ctx, { query: search.query, sort, ...listParams(page), populate: WITH_REFERENCES });
+					return { content: rows, pageable: page, totalElements: total };
 				}
-				const query = idCategory ? { ...published, category: idCategory } : published;
-				const games = await this.adapter.find({ query, sort: ["_id"] });
-				const found = games.filter(game => matches(String(game.title)));
-				return (await this.transformDocuments(ctx, { populate: ["category", "author"] }, found)) as ListedGame[];
+				// The store cannot run the title test: it sorts, the titles are tested here, and only the page is populated.
+				const games = await this.searchGames(search, sort);
+				return { content: await this.withReferences(ctx, pageSlice(games, page)), pageable: page, totalElements: games.length };
 			},
 		},
 
@@ -173,6 +196,17 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		},
 	},
 	methods: {
+		/** The stored games `search` keeps, in `sort` order. */
+		async searchGames({ query, title }: GameSearch, sort: string[]): Promise<Record<string, unknown>[]> {
+			const games = await this.adapter.find({ query, sort });
+			return title ? games.filter(game => title(String(game.title))) : games;
+		},
+
+		/** The games as listed: category and author as full records, each asked for in one batched call. */
+		async withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]> {
+			return (await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)) as ListedGame[];
+		},
+
 		/** Resolves when the category and the author exist and are not being deleted. */
 		async checkReferences(ctx: Context, { category, author }: References): Promise<void> {
 			await firstFailure([ctx.call("categories.referable", { id: category }), ctx.call("authors.referable", { id: author })]);

@@ -1,4 +1,5 @@
 import type { Missing } from "../lib/integrity";
+import type { GameSortField, Pageable } from "../lib/page";
 import type { Author } from "./authors.types";
 import type { Category } from "./categories.types";
 
@@ -27,6 +28,9 @@ export interface GameFilter {
 	title?: string;
 	idCategory?: string;
 }
+
+/** POST /game: a page of the games GET /game would list with the same filters. */
+export type GamePageRequest = GameFilter & { pageable: Pageable<GameSortField> };
 
 export interface GameCountQuery {
 	category?: string;

@@ -23,7 +23,7 @@ describe("the gateway", () => {
 	test.each([
 		["GET", "/nothing"],
 		["GET", "/authors"],
-		["POST", "/game"],
+		["POST", "/game/1"],
 		["PATCH", "/author/1"],
 		["DELETE", "/author"],
 		["POST", "/category"],

@@ -84,6 +84,7 @@ describe("GET /openapi.json", () => {
 			["/game", "put", game],
 			["/game", "get", await catalogue.api.get("/game?title=tigris")],
 			["/author", "post", await catalogue.api.post("/author", { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name", direction: "desc" } } })],
+			["/game", "post", await catalogue.api.post("/game", { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "age" } }, title: "tigris" })],
 			["/category/{id}", "get", await catalogue.api.get(`/category/${category.body.category.id}`)],
 			["/game/{id}", "put", await catalogue.api.put(`/game/${game.body.game.id}`, { title: "Tigris", age: 10, category: { id: category.body.category.id }, author: { id: author.body.author.id } })],
 			["/health/ready", "get", await catalogue.api.get("/health/ready")],

@@ -374,6 +374,12 @@ const pageSize = fc.oneof(fc.integer({ min: -2, max: 10 }), fc.constantFrom("5",
 /** `sort` as an object, or a list of them (longer than 3 too). */
 const sort = fc.oneof(sortOrder, fc.array(sortOrder, { maxLength: 6 }));
 const pageable = fc.record({ pageNumber, pageSize, sort }, { requiredKeys: ["pageNumber", "pageSize"] });
+/** A game page's `pageable`: mostly sorted on a field of the game, else on anything an author page may be sent. */
+const gameSortOrder = fc.record(
+	{ property: fc.oneof({ weight: 3, arbitrary: fc.constantFrom("id", "title", "age") }, { weight: 1, arbitrary: sortProperty }), direction: sortDirection },
+	{ requiredKeys: [] },
+);
+const gamePageable = fc.record({ pageNumber, pageSize, sort: fc.oneof(gameSortOrder, fc.array(gameSortOrder, { maxLength: 6 })) }, { requiredKeys: ["pageNumber", "pageSize"] });
 const hostilePageable = fc.oneof(
 	{ weight: 6, arbitrary: hostileObject({ pageNumber: field(pageNumber), pageSize: field(pageSize), sort: field(fc.oneof(hostileSortOrder, fc.array(hostileSortOrder, { maxLength: 6 }))) }) },
 	{ weight: 1, arbitrary: fc.constant<Hostile>([]) },
@@ -561,6 +567,14 @@ const query = (named: Record<string, fc.Arbitrary<string | KnownId>> = {}): fc.A
 	return own.length === 0 ? fc.oneof({ weight: 3, arbitrary: none }, { weight: 1, arbitrary: some }) : fc.oneof({ weight: 1, arbitrary: none }, { weight: 3, arbitrary: some });
 };
 
+/** POST /game: a page request, with the game list's filters in the body. */
+const gamePageBody = body(
+	fc.oneof(
+		fc.record({ pageable: gamePageable, title: titlePattern, idCategory: referencedId("category") }, { requiredKeys: ["pageable"] }),
+		hostileObject({ pageable: field(hostilePageable), title: field(titlePattern), idCategory: field(referencedId("category")) }),
+	),
+);
+
 const gameFilter = query({
 	title: titlePattern.map(percentEncode),
 	idCategory: fc.oneof(knownId("category"), strangeId.map(percentEncode)),
@@ -664,6 +678,7 @@ export const requestsByAlias: Record<string, fc.Arbitrary<HostileRequest>> = {
 	"PUT /game/:id": route("PUT /game/:id", { segment: segment("game"), body: gameBody }),
 	"GET /game": route("GET /game", { query: gameFilter }),
 	"GET /game/:query": route("GET /game/:query", { segment: segment(), query: gameFilter }),
+	"POST /game": route("POST /game", { body: gamePageBody }),
 	"DELETE /game/:id": route("DELETE /game/:id", { segment: segment("game") }),
 
 	"GET /health/live": route("GET /health/live", {}),

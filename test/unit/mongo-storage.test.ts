@@ -351,6 +351,32 @@ describe("queries the services send to MongoDB (recording collections, no server
 		]);
 	});
 
+	test("a game page without a title has MongoDB sort, skip, limit and count; with one, MongoDB sorts and only the page is populated", async () => {
+		const [euro, dice] = [await api.category("Euro"), await api.category("Dice")];
+		const [uwe, reiner] = [await api.author("Uwe Rosenberg"), await api.author("Reiner Knizia")];
+		await api.game("Agricola", euro, uwe, 12);
+		await api.game("Qwixx", dice, reiner, 8);
+		const caverna = await api.game("Caverna", euro, uwe, 12);
+		const modern = await api.game("Modern Art", euro, reiner, 10);
+		for (const name of collections.keys()) collection(name).take();
+
+		const sort = [{ property: "age", direction: "desc" }, { property: "title" }];
+		const paged = await api.post("/game", { pageable: { pageNumber: 1, pageSize: 2, sort }, idCategory: euro.id });
+		expect(paged.body).toEqual({ content: [{ ...modern, category: euro, author: reiner }], pageable: { pageNumber: 1, pageSize: 2 }, totalElements: 3 });
+		const query = { draft: { $exists: false }, category: euro.id };
+		expect(collection("games").take()).toEqual([
+			{ method: "find", query, sort: [["age", -1], ["title", 1], ["_id", 1]], skip: 2, limit: 2 },
+			{ method: "countDocuments", query },
+		]);
+		expect(collection("categories").take("find")).toEqual([{ method: "find", query: { _id: { $in: [euro.id] } } }]);
+		expect(collection("authors").take("find")).toEqual([{ method: "find", query: { _id: { $in: [reiner.id] } } }]);
+
+		const searched = await api.post("/game", { pageable: { pageNumber: 0, pageSize: 1, sort: { property: "title", direction: "desc" } }, title: "^ca|^ag" });
+		expect(searched.body).toEqual({ content: [{ ...caverna, category: euro, author: uwe }], pageable: { pageNumber: 0, pageSize: 1 }, totalElements: 2 });
+		expect(collection("games").take()).toEqual([{ method: "find", query: { draft: { $exists: false } }, sort: [["title", -1], ["_id", 1]] }]);
+		expect(collection("authors").take("find")).toEqual([{ method: "find", query: { _id: { $in: [uwe.id] } } }]);
+	});
+
 	test("games.countBy counts games that refer to the category or author now or are being changed to", async () => {
 		const euro = await api.category("Euro");
 		const uwe = await api.author("Uwe Rosenberg");

@@ -1,0 +1,28 @@
+import { CatalogueError, texts } from "./errors";
+import { compileTitleFilter, type TitleFilter } from "./title-filter";
+
+/**
+ * A search of the games (GET /game and POST /game): what the store selects, and the title test
+ * that runs in the service, since the store has no RE2 (lib/title-filter.ts).
+ */
+export interface GameSearch {
+	/** The visible games, of the category when one is given. */
+	query: Record<string, unknown>;
+	/** Absent when every title matches: the store alone can then sort, count and page. */
+	title?: TitleFilter;
+}
+
+/**
+ * The search for games whose title matches the `title` pattern and whose category is exactly
+ * `idCategory`, among the `visible` ones; an empty or absent filter keeps every game. A pattern
+ * that is not valid or too complex is a 400 (INVALID_PATTERN) naming the `title` field.
+ */
+export function gameSearch({ title, idCategory }: { title?: string; idCategory?: string }, visible: Record<string, unknown>): GameSearch {
+	const query = idCategory ? { ...visible, category: idCategory } : visible;
+	if (!title) return { query };
+	const matches = compileTitleFilter(title);
+	if (typeof matches !== "function") {
+		throw new CatalogueError(texts.fetchGames, "INVALID_PATTERN", [{ field: "title", message: matches.refused, type: "pattern" }]);
+	}
+	return { query, title: matches };
+}
