@@ -10,13 +10,13 @@ export interface RedisServer {
 	start(): Promise<void>;
 }
 
-/** Debian's redis-server (apt-get install redis-server) on a free loopback port. */
-export async function startRedis(timeoutMs = 10_000): Promise<RedisServer> {
+/** Debian's redis-server (apt-get install redis-server) on a free loopback port, with `options` of redis-server's command line. */
+export async function startRedis(timeoutMs = 10_000, options: string[] = []): Promise<RedisServer> {
 	const port = await freePort();
 	let child: ChildProcess | undefined;
 
 	async function start() {
-		child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+		child = spawn("redis-server", [...options, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
 		const failed = new Promise<never>((_, reject) => child!.once("error", err => reject(new Error(`cannot run redis-server: ${err.message}`))));
 		await listening(port, failed, timeoutMs, () => `redis-server did not listen on ${port} within ${timeoutMs} ms`);
 	}

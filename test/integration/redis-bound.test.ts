@@ -1,0 +1,55 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import Redis from "ioredis";
+import { Cachers, ServiceBroker } from "moleculer";
+import { parse } from "yaml";
+import { cacherOptions, generationKey, NEXT_GENERATION } from "../../lib/cache";
+import { startRedis, type RedisServer } from "../support/redis";
+
+// The Redis of docker-compose.yml, started with the options its command gives: bounded in bytes,
+// it evicts cached answers (they expire) and never the generations (README, "Caching").
+
+const compose = parse(readFileSync(path.resolve(__dirname, "../../docker-compose.yml"), "utf8")) as {
+	services: { redis: { command: string[] } };
+};
+const [program, ...options] = compose.services.redis.command;
+
+let server: RedisServer;
+let redis: Redis;
+let broker: ServiceBroker;
+
+beforeAll(async () => {
+	server = await startRedis(10_000, options);
+	redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+	await redis.connect();
+	broker = new ServiceBroker({ logger: false, namespace: "bound", cacher: cacherOptions({ redisUrl: server.url, transporter: null, cacheMaxBytes: 0 }) });
+	await broker.start();
+});
+afterAll(async () => {
+	await broker?.stop();
+	await redis?.quit();
+	await server?.stop();
+});
+
+test("compose runs redis-server with 256 MB at most and the volatile-lru policy", async () => {
+	expect(program).toBe("redis-server");
+	expect(await redis.config("GET", "maxmemory")).toEqual(["maxmemory", String(256 * 1024 * 1024)]);
+	expect(await redis.config("GET", "maxmemory-policy")).toEqual(["maxmemory-policy", "volatile-lru"]);
+});
+
+test("full, it drops the least recently used answers, keeps the generations and takes new answers", async () => {
+	// The same policy with a bound small enough to fill quickly.
+	await redis.config("SET", "maxmemory", String(4 * 1024 * 1024));
+	const generation = generationKey("bound", "games");
+	expect(Number(await redis.eval(NEXT_GENERATION, 1, generation, 0))).toBe(1);
+	const answer = Array.from({ length: 500 }, (_, i) => ({ id: String(i), title: "x".repeat(180) }));
+	const cacher = broker.cacher as Cachers.Redis;
+	for (let i = 0; i < 100; i++) await cacher.set(`games.list:${i}@1.0.0`, answer);
+
+	expect(await redis.get(generation)).toBe("1");
+	expect(await cacher.get("games.list:99@1.0.0")).toEqual(answer);
+	expect(await cacher.get("games.list:0@1.0.0")).toBeUndefined();
+	const memory = await redis.info("memory");
+	expect(Number(/used_memory:(\d+)/.exec(memory)![1])).toBeLessThanOrEqual(4 * 1024 * 1024);
+	expect(Number(await redis.eval(NEXT_GENERATION, 1, generation, 1))).toBe(2);
+});
