@@ -63,6 +63,21 @@ const responses = {
 	Unavailable: failure("A service the request needs cannot be reached, is stopping or is too busy; it may be sent again.", texts.unavailable),
 	TimedOut: failure("A service the request needs did not answer within REQUEST_TIMEOUT.", texts.unavailable),
 	Internal: failure("A fault of the service; never a stack trace or a path.", texts.internal),
+	NotModified: { description: "The `If-None-Match` names the answer's current ETag: nothing has changed, and no body is sent." },
+};
+
+/** What every GET takes and answers beyond its own fields: conditional requests (README, "Caching"). */
+const conditionalGet = {
+	parameter: {
+		name: "If-None-Match",
+		in: "header",
+		required: false,
+		description: "An ETag of an earlier answer: while it is still current, the answer is a 304 with no body.",
+		schema: { type: "string" },
+	},
+	headers: {
+		ETag: { description: "A weak tag of this answer; a write that changes the answer changes it.", schema: { type: "string" } },
+	},
 };
 
 const failureSchema: JsonSchema = {
@@ -125,6 +140,8 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 	if (body?.properties) for (const name of Object.keys(body.properties)) (body.properties as JsonSchema)[name] = describe(name, (body.properties as Record<string, JsonSchema>)[name]);
 	const invalid = badRequest(doc, params, body !== undefined, names);
 	const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
+	const read = method === "get";
+	const parameters = [...pathParameters, ...queryParameters, ...(read ? [conditionalGet.parameter] : [])];
 	return {
 		path,
 		method,
@@ -133,11 +150,16 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 			tags: [doc.tag],
 			summary: doc.summary,
 			...(doc.description && { description: doc.description }),
-			...(pathParameters.length + queryParameters.length > 0 && { parameters: [...pathParameters, ...queryParameters] }),
+			...(parameters.length > 0 && { parameters }),
 			...(body && { requestBody: { required: true, content: { "application/json": { schema: body } } } }),
 			...(WRITES.has(method) && { security: [{ bearerToken: [] }, {}] }),
 			responses: {
-				200: { description: doc.answer.description, content: { [doc.answer.contentType ?? "application/json"]: { schema: doc.answer.schema, example: doc.answer.example } } },
+				200: {
+					description: doc.answer.description,
+					...(read && { headers: conditionalGet.headers }),
+					content: { [doc.answer.contentType ?? "application/json"]: { schema: doc.answer.schema, example: doc.answer.example } },
+				},
+				...(read && { 304: ref("NotModified") }),
 				...(invalid && { 400: invalid }),
 				...(WRITES.has(method) && { 401: ref("Unauthorized") }),
 				...(body && { 413: ref("TooLarge") }),

@@ -84,11 +84,26 @@ describe("the OpenAPI document", () => {
 		const document = paths(openApiDocument(sources)) as unknown as Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; operationId: string }>>;
 		expect(document["/game/{id}"].put.parameters).toEqual([expect.objectContaining({ name: "id", in: "path" })]);
 		expect(document["/game/{id}"].put.requestBody).toBeDefined();
-		expect(document["/game"].get.parameters!.map(parameter => [parameter.name, parameter.in])).toEqual([["title", "query"], ["idCategory", "query"]]);
+		expect(document["/game"].get.parameters!.map(parameter => [parameter.name, parameter.in])).toEqual([["title", "query"], ["idCategory", "query"], ["If-None-Match", "header"]]);
 		expect(document["/game/{query}"].get.operationId).toBe("games.list.query");
 		// `mapping` (a boolean of the batched get) cannot travel in a query string.
-		expect(document["/category/{id}"].get.parameters!.map(parameter => parameter.name)).toEqual(["id"]);
+		expect(document["/category/{id}"].get.parameters!.map(parameter => parameter.name)).toEqual(["id", "If-None-Match"]);
 		expect(Object.keys(document["/docs"])).toEqual(["get"]);
+	});
+
+	test("every GET takes If-None-Match and answers an ETag and 304; no other method does", () => {
+		type Operation = { parameters?: { name: string }[]; responses: Record<string, { headers?: Record<string, unknown> }> };
+		const document = paths(openApiDocument(sources)) as unknown as Record<string, Record<string, Operation>>;
+		for (const [path, methods] of Object.entries(document))
+			for (const [method, operation] of Object.entries(methods)) {
+				const read = method === "get";
+				const conditional = {
+					ifNoneMatch: (operation.parameters ?? []).some(parameter => parameter.name === "If-None-Match"),
+					etag: operation.responses[200].headers?.ETag !== undefined,
+					notModified: operation.responses[304] !== undefined,
+				};
+				expect({ path, method, ...conditional }).toEqual({ path, method, ifNoneMatch: read, etag: read, notModified: read });
+			}
 	});
 
 	test("a validation example is what fastest-validator answers; an invalid example that passes is refused", () => {
