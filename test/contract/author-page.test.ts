@@ -1,4 +1,5 @@
 import { startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
+import { refusedPageables } from "../support/pageable";
 
 type Author = { id: string; name: string; nationality: string };
 
@@ -72,19 +73,7 @@ describe("POST /author (page)", () => {
 	});
 
 	test.each([
-		["pageable missing", undefined, "pageable"],
-		["pageable null", null, "pageable"],
-		["pageable not an object", "all", "pageable"],
-		["pageNumber missing", { pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize missing", { pageNumber: 0 }, "pageable.pageSize"],
-		["pageNumber null", { pageNumber: null, pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize empty string", { pageNumber: 0, pageSize: "" }, "pageable.pageSize"],
-		["pageNumber empty string", { pageNumber: "", pageSize: 5 }, "pageable.pageNumber"],
-		["pageNumber negative", { pageNumber: -1, pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize negative", { pageNumber: 0, pageSize: -5 }, "pageable.pageSize"],
-		["pageSize over 1000", { pageNumber: 0, pageSize: 1001 }, "pageable.pageSize"],
-		["pageSize not whole", { pageNumber: 0, pageSize: 2.5 }, "pageable.pageSize"],
-		["pageNumber not numeric", { pageNumber: "first", pageSize: 5 }, "pageable.pageNumber"],
+		...refusedPageables,
 		["sort property not an author field", { pageNumber: 0, pageSize: 5, sort: { property: "age" } }, "pageable.sort"],
 		["sort list with a bad property", { pageNumber: 0, pageSize: 5, sort: [{ property: "password" }] }, "pageable.sort"],
 		["sort list longer than the 3 author fields", { pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "name" }) }, "pageable.sort"],

@@ -1,6 +1,7 @@
 import type { Middleware, Service } from "moleculer";
 import { newId } from "../../lib/ids";
 import { forgetCachedAnswers, localService, startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
+import { refusedPageables } from "../support/pageable";
 
 // POST /game, the paged game search: the rules of the author page, the filters of GET /game, and
 // games listed as GET /game lists them (decisions.md, "Game page").
@@ -103,20 +104,7 @@ describe("POST /game (page)", () => {
 	});
 
 	test.each([
-		["pageable missing", undefined, "pageable"],
-		["pageable null", null, "pageable"],
-		["pageable not an object", "all", "pageable"],
-		["pageNumber missing", { pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize missing", { pageNumber: 0 }, "pageable.pageSize"],
-		["pageNumber null", { pageNumber: null, pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize null", { pageNumber: 0, pageSize: null }, "pageable.pageSize"],
-		["pageNumber empty string", { pageNumber: "", pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize empty string", { pageNumber: 0, pageSize: "" }, "pageable.pageSize"],
-		["pageNumber negative", { pageNumber: -1, pageSize: 5 }, "pageable.pageNumber"],
-		["pageSize negative", { pageNumber: 0, pageSize: -5 }, "pageable.pageSize"],
-		["pageSize over 1000", { pageNumber: 0, pageSize: 1001 }, "pageable.pageSize"],
-		["pageSize not whole", { pageNumber: 0, pageSize: 2.5 }, "pageable.pageSize"],
-		["pageNumber not numeric", { pageNumber: "first", pageSize: 5 }, "pageable.pageNumber"],
+		...refusedPageables,
 		["sort property not a game field", { pageNumber: 0, pageSize: 5, sort: { property: "name" } }, "pageable.sort"],
 		["sort property a stored field", { pageNumber: 0, pageSize: 5, sort: { property: "_id" } }, "pageable.sort"],
 		["sort list with a bad property", { pageNumber: 0, pageSize: 5, sort: [{ property: "title" }, { property: "category" }] }, "pageable.sort"],
