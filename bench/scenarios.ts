@@ -22,12 +22,13 @@ export interface Scenario {
 export const DISTRIBUTED_TARGET = 0.5;
 
 const PAGE = JSON.stringify({ pageable: { pageNumber: 0, pageSize: 10, sort: [{ property: "name", direction: "desc" }] } });
+const GAME_PAGE = JSON.stringify({ pageable: { pageNumber: 1, pageSize: 20, sort: [{ property: "title", direction: "desc" }] } });
 
 /** The body that writes a game exactly as it is stored, so the update changes nothing anyone reads. */
 const unchanged = (game: Game) => JSON.stringify({ title: game.title, age: game.age, category: { id: game.category }, author: { id: game.author } });
 
 /**
- * The five scenarios over a seeded catalogue. The filtered list searches for a word of the first
+ * The six scenarios over a seeded catalogue. The filtered list searches for a word of the first
  * game's title within that game's category, so it always finds some games. Each connection of the
  * update updates a game of its own: updates of one game wait for each other (the integrity
  * protocol's claim), and the benchmark measures the update, not that queue.
@@ -47,6 +48,7 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 			detail: `title "${word}" in one category: ${found} games`,
 		},
 		{ name: "POST /author (page)", method: "POST", requests: [{ path: "/author", body: PAGE }], embeddedTarget: 0.2, detail: PAGE },
+		{ name: "POST /game (page)", method: "POST", requests: [{ path: "/game", body: GAME_PAGE }], embeddedTarget: 0.2, detail: `${GAME_PAGE}, populated` },
 		{
 			name: "PUT /game/{id}",
 			method: "PUT",
