@@ -1,5 +1,5 @@
 import { ServiceBroker, type ActionSchema } from "moleculer";
-import { answerKey, answerTag, cacherOptions, generationStamp, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache";
+import { answerKey, answerTag, cacherOptions, generationStamp, KEY_JSON_LENGTH, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache";
 import { answerBytes, MemoryBytesCacher } from "../../lib/memory-cacher";
 import { cachedFrom, cacheKey } from "../../mixins/cache.mixin";
 
@@ -77,6 +77,14 @@ describe("answerKey", () => {
 		const crafted = answerKey("games.list", { idCategory: 'C"|title|"zelda' }, "0.0.0");
 		expect(crafted).not.toBe(answerKey("games.list", { idCategory: "C", title: "zelda" }, "0.0.0"));
 		expect(answerKey("games.list", { title: "a", idCategory: "b" }, "0")).not.toBe(answerKey("games.list", { title: "b", idCategory: "a" }, "0"));
+	});
+
+	test("params longer than KEY_JSON_LENGTH as JSON are named by their digest, distinct from any JSON", () => {
+		const long = { title: "x".repeat(KEY_JSON_LENGTH) };
+		const key = answerKey("games.list", long, "0");
+		expect(key).toMatch(/^games\.list:#[A-Za-z0-9_-]{43}@0$/);
+		expect(answerKey("games.list", { title: `${"x".repeat(KEY_JSON_LENGTH)}y` }, "0")).not.toBe(key);
+		expect(answerKey("games.list", { title: "x" }, "0")).toBe('games.list:{"title":"x"}@0');
 	});
 
 	test("the action, the types of the values and the generations are part of it", () => {
