@@ -2,7 +2,6 @@ import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
-import compression from "compression";
 import helmet from "helmet";
 import { texts } from "./errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
@@ -44,22 +43,6 @@ export const queryOnlyForReads: Middleware = (req, _res, next) => {
 	if (req.method !== "GET") (req as { query?: unknown }).query = {};
 	next();
 };
-
-/**
- * Answers of at least this many bytes are compressed for clients that accept it; smaller ones
- * cost more to compress than they save.
- */
-export const COMPRESS_FROM_BYTES = 1024;
-
-/** The compression package's middleware; it only wraps Node's response, so its Express types are cast away. */
-const compressor = compression({ threshold: COMPRESS_FROM_BYTES }) as unknown as Middleware;
-
-/**
- * Compresses answers as the client's Accept-Encoding asks (br at quality 4, or gzip) and says
- * `Vary: Accept-Encoding`. A request without Accept-Encoding skips it and is answered exactly as
- * before: the package wraps every response it sees, which halved the benchmark's embedded reads.
- */
-export const compress: Middleware = (req, res, next) => (req.headers["accept-encoding"] ? compressor(req, res, next) : next());
 
 /**
  * Only GET answers 304: a write or a search runs whatever its conditional headers say, so their

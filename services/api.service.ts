@@ -9,6 +9,7 @@ import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/access-log";
 import { texts } from "../lib/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/docs-page";
+import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/compression";
 import { toFailure } from "../lib/failures";
 import { openApiDocument } from "../lib/openapi";
 import { readiness } from "../middlewares/readiness.middleware";
@@ -17,7 +18,6 @@ import {
 	assignRequestId,
 	carriesToken,
 	checkJsonBody,
-	compress,
 	conditionalOnlyForReads,
 	docsSecurityHeaders,
 	limitUrlLength,
@@ -69,6 +69,9 @@ export const routeAliases = [
 
 /** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
 const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
+
+/** What an action or a hook tells moleculer-web about the answer. */
+type ResponseMeta = { $responseType?: string; $responseHeaders?: Record<string, string> };
 
 /** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
 type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
@@ -130,7 +133,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					autoAliases: false,
 					aliases,
 					bodyParsers: { json: { limit: options.bodyLimit } },
-					use: [compress, limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
+					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
 					// A weak ETag (as Express gives) on every answer that has no tag of its cache's (onBeforeCall).
 					etag: "weak",
 					cors,
@@ -149,6 +152,18 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						res.setHeader("ETag", tag);
 						if (fresh(req.headers, { etag: tag })) req.$endpoint = this.broker.findNextActionEndpoint("api.notModified");
 					},
+					// JSON of 1 KB or more goes compressed to a client whose Accept-Encoding asks for br or gzip
+					// (lib/compression.ts); a client that asks for none gets the answer as before.
+					async onAfterCall(ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage, res: ServerResponse, data: unknown) {
+						res.setHeader("Vary", "Accept-Encoding");
+						const encoding = chosenEncoding(req.headers);
+						if (encoding === null || data == null) return data;
+						const json = JSON.stringify(data);
+						ctx.meta.$responseType = "application/json; charset=utf-8";
+						if (Buffer.byteLength(json) < COMPRESS_FROM_BYTES) return json;
+						ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": encoding };
+						return compress(json, encoding);
+					},
 				},
 				{
 					// The docs page and the swagger-ui-dist files it loads, under a Content-Security-Policy of its own.
@@ -156,7 +171,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					mappingPolicy: "restrict",
 					autoAliases: false,
 					aliases: docsAliases,
-					use: [compress, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+					use: [docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
 					etag: "weak",
 					rateLimit: rateLimitPolicy,
 					callOptions: { tracking: false },
