@@ -1,8 +1,10 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import etag from "etag";
 import fresh from "fresh";
 import { Errors, type ActionSchema, type Context, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
+import vary from "vary";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
@@ -134,8 +136,6 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					aliases,
 					bodyParsers: { json: { limit: options.bodyLimit } },
 					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
-					// A weak ETag (as Express gives) on every answer that has no tag of its cache's (onBeforeCall).
-					etag: "weak",
 					cors,
 					rateLimit: rateLimitPolicy,
 					authorization: apiToken !== null,
@@ -152,15 +152,19 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						res.setHeader("ETag", tag);
 						if (fresh(req.headers, { etag: tag })) req.$endpoint = this.broker.findNextActionEndpoint("api.notModified");
 					},
-					// JSON of 1 KB or more goes compressed to a client whose Accept-Encoding asks for br or gzip
-					// (lib/compression.ts); a client that asks for none gets the answer as before.
+					// A GET the cache did not tag gets a weak tag of its JSON (as Express gives); JSON of 1 KB or
+					// more goes compressed to a client whose Accept-Encoding asks for br or gzip
+					// (lib/compression.ts). Other answers go as they are: a client that asks for no encoding gets
+					// what it always did, and writes and searches, which never answer 304, are not hashed.
 					async onAfterCall(ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage, res: ServerResponse, data: unknown) {
-						res.setHeader("Vary", "Accept-Encoding");
+						vary(res, "Accept-Encoding");
 						const encoding = chosenEncoding(req.headers);
-						if (encoding === null || data == null) return data;
+						const untagged = req.method === "GET" && !res.hasHeader("ETag");
+						if ((encoding === null && !untagged) || data == null) return data;
 						const json = JSON.stringify(data);
 						ctx.meta.$responseType = "application/json; charset=utf-8";
-						if (Buffer.byteLength(json) < COMPRESS_FROM_BYTES) return json;
+						if (untagged) res.setHeader("ETag", etag(json, { weak: true }));
+						if (encoding === null || Buffer.byteLength(json) < COMPRESS_FROM_BYTES) return json;
 						ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": encoding };
 						return compress(json, encoding);
 					},
@@ -172,6 +176,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					autoAliases: false,
 					aliases: docsAliases,
 					use: [docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+					// The page and its script get moleculer-web's weak tag of their text; serve-static tags the files.
 					etag: "weak",
 					rateLimit: rateLimitPolicy,
 					callOptions: { tracking: false },

@@ -72,6 +72,13 @@ describe("ETag and If-None-Match", () => {
 		expect(json(other)).toHaveLength(12);
 	});
 
+	test("Cache-Control: no-cache gets the whole answer whatever the tag", async () => {
+		const tag = await tagOf("/game");
+		const answer = await rawGet("/game", { "If-None-Match": tag, "Cache-Control": "no-cache" });
+		expect(answer.status).toBe(200);
+		expect(json(answer)).toHaveLength(12);
+	});
+
 	test("a 304 for a cached read asks no service: its tag comes from the cache's key", async () => {
 		for (const path of GETS().slice(0, 7)) {
 			const tag = await tagOf(path);
@@ -110,7 +117,9 @@ describe("ETag and If-None-Match", () => {
 		expect(json(created).category.name).toBe("Abstract");
 		const pageable = { pageable: { pageNumber: 0, pageSize: 5 } };
 		const first = await rawRequest(`${api.url}/author`, "POST", {}, pageable);
-		for (const tag of [first.headers.etag ?? "missing", "*"]) {
+		// Their answers carry no tag: no request could use it.
+		expect([created.headers.etag, first.headers.etag]).toEqual([undefined, undefined]);
+		for (const tag of [await tagOf("/author"), "*"]) {
 			const again = await rawRequest(`${api.url}/author`, "POST", { "If-None-Match": tag }, pageable);
 			expect({ tag, status: again.status }).toEqual({ tag, status: 200 });
 			expect(json(again)).toEqual(json(first));
@@ -133,9 +142,10 @@ describe("compression", () => {
 		expect(decompress(compressed.body).equals(plain.body)).toBe(true);
 	});
 
-	test("a client that accepts no encoding gets the answer as before", async () => {
+	test("a client that accepts no encoding gets the answer as before, which says it varies with Accept-Encoding", async () => {
 		const { headers, body } = await rawGet("/game");
 		expect(headers["content-encoding"]).toBeUndefined();
+		expect(headers.vary).toMatch(/Accept-Encoding/);
 		expect(headers["content-type"]).toBe("application/json; charset=utf-8");
 		expect(JSON.parse(body.toString())).toHaveLength(13);
 	});
