@@ -11,11 +11,16 @@ export type Method = "GET" | "POST" | "PUT";
 export const describeError = (err: unknown) =>
 	err instanceof Error ? (err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message) : String(err);
 
-/** One request to 127.0.0.1, bounded by `timeoutMs` (a hung server fails the call, not the benchmark). */
+/**
+ * One request to 127.0.0.1, bounded by `timeoutMs` (a hung server fails the call, not the
+ * benchmark). It asks for the answer uncompressed, as autocannon's scenarios do: fetch would ask
+ * for br and gzip, and the growth runs would time compression (README, Caching).
+ */
 export async function send(base: string, method: Method, path: string, body?: string, timeoutMs = 30_000): Promise<Answer> {
+	const identity = { "Accept-Encoding": "identity" };
 	const response = await fetch(base + path, {
 		method,
-		headers: body === undefined ? {} : { "Content-Type": "application/json" },
+		headers: body === undefined ? identity : { ...identity, "Content-Type": "application/json" },
 		body,
 		signal: AbortSignal.timeout(timeoutMs),
 	});
