@@ -1,6 +1,8 @@
-import { describeError, send } from "./http";
+import { describeError, send, sendJson } from "./http";
+import { measure, type Measurement } from "./measure";
 import { residentBytes } from "./processes";
-import { addGames, seed, type Category } from "./seed";
+import { createScenario, updateScenario } from "./scenarios";
+import { addGames, seed, type Category, type Game, type Seeded } from "./seed";
 import type { Target } from "./servers";
 import type { GrowthResult } from "./table";
 
@@ -8,9 +10,11 @@ export interface GrowthOptions {
 	categories: number;
 	authors: number;
 	steps: number[];
-	/** Seconds of timed `GET /game` requests at each step. */
+	/** Seconds of timed `GET /game` requests at each step, and of each write run. */
 	seconds: number;
 	concurrency: number;
+	/** Connections of the create and update runs, as in the main table. */
+	connections: number;
 }
 
 /** The timed requests of one step: at least this many, and at most that many, one at a time. */
@@ -64,15 +68,36 @@ async function timeList(base: string, seconds: number, category: Category): Prom
 	return { answerBytes, requests: cached.length + cold.length, meanMs: mean(cached), coldMs: mean(cold) };
 }
 
+/** A write run's rate, or why it has none: any answer other than a 2xx makes it a finding. */
+const rate = ({ rps, failures }: Measurement) =>
+	failures ? { error: `${failures.non2xx} non-2xx, ${failures.errors} socket errors` } : { rps };
+
+type Writes = Pick<GrowthResult, "createRps" | "updateRps" | "error">;
+
+/** Creates, then updates of the games `updated`, each run as the main table runs them: rps. */
+async function timeWrites(base: string, seeded: Seeded, updated: Game[], { seconds, connections }: GrowthOptions): Promise<Writes> {
+	const run = { durationS: seconds, warmupS: 1, connections };
+	const create = rate(await measure(base, createScenario(seeded, connections), run));
+	const update = rate(await measure(base, updateScenario(updated), run));
+	return { createRps: create.rps, updateRps: update.rps, error: create.error ?? update.error };
+}
+
+/** How many games the catalogue holds (the creates of a write run add some). */
+async function countGames(base: string): Promise<number> {
+	const page = await sendJson<{ totalElements: number }>(base, "POST", "/game", { pageable: { pageNumber: 0, pageSize: 1 } });
+	return page.totalElements;
+}
+
 /**
- * Grows a fresh catalogue to each step's number of games through the HTTP API, timing `GET /game`
- * and reading every process's memory at each step. Failures are findings: recorded, then on to
+ * Grows a fresh catalogue to each step's number of games through the HTTP API, timing `GET /game`,
+ * creates and updates, and reading every process's memory at each step. Failures are findings: recorded, then on to
  * the next step (or, when seeding failed, to the next target).
  */
 export async function grow(target: Target, options: GrowthOptions, log: (line: string) => void): Promise<GrowthResult[]> {
 	const results: GrowthResult[] = [];
 	const memory = () => target.processes.map(child => ({ name: child.name, bytes: residentBytes(child) }));
 	const seeded = await seed(target.base, { categories: options.categories, authors: options.authors, games: 0 }, options.concurrency);
+	const updated: Game[] = [];
 	let games = 0;
 	for (const step of options.steps) {
 		const started = performance.now();
@@ -85,20 +110,23 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 			log(`  ${target.name}: ${done.toLocaleString("en-US")} / ${step.toLocaleString("en-US")} games (${((now - started) / 1000).toFixed(0)} s, now ${rate.toFixed(0)} games/s)`);
 		};
 		try {
-			await addGames(target.base, seeded, games, step, options.concurrency, undefined, progress);
-			games = step;
+			const keep = (game: Game, i: number) => (i < options.connections ? (updated[i] = game) : undefined);
+			await addGames(target.base, seeded, games, step, options.concurrency, keep, progress);
 		} catch (err) {
 			results.push({ target: target.name, games: step, memory: memory(), error: `seeding failed: ${describeError(err)}` });
 			log(`  ${target.name}: seeding ${step.toLocaleString("en-US")} games FAILED: ${describeError(err)}`);
 			break;
 		}
 		const timed = await timeList(target.base, options.seconds, seeded.categories[0]);
-		const result: GrowthResult = { target: target.name, games: step, ...timed, memory: memory() };
+		const writes = await timeWrites(target.base, seeded, updated, options).catch((err): Writes => ({ error: describeError(err) }));
+		const result: GrowthResult = { target: target.name, games: step, ...timed, ...writes, error: timed.error ?? writes.error, memory: memory() };
 		results.push(result);
 		const summary = timed.error
 			? `FAILED: ${timed.error}`
 			: `${timed.requests} lists of ${timed.answerBytes} bytes, mean ${timed.meanMs?.toFixed(0)} ms cached, ${timed.coldMs?.toFixed(0)} ms computed`;
-		log(`  ${target.name}: ${step.toLocaleString("en-US")} games: ${summary}`);
+		const written = writes.error ? `writes FAILED: ${writes.error}` : `${writes.createRps?.toFixed(0)} creates/s, ${writes.updateRps?.toFixed(0)} updates/s`;
+		log(`  ${target.name}: ${step.toLocaleString("en-US")} games: ${summary}; ${written}`);
+		games = await countGames(target.base);
 	}
 	return results;
 }

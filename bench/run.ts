@@ -97,7 +97,7 @@ async function main(): Promise<number> {
 async function measureGrowth(config: BenchConfig, pinning: Pinning, cache: CacheChoice): Promise<GrowthResult[]> {
 	if (config.growth.length === 0) return [];
 	const growth: GrowthResult[] = [];
-	const options = { categories: config.categories, authors: config.authors, steps: config.growth, seconds: config.growthS, concurrency: config.seedConcurrency };
+	const options = { categories: config.categories, authors: config.authors, steps: config.growth, seconds: config.growthS, concurrency: config.seedConcurrency, connections: config.connections };
 	const starts: [Target["name"], () => Promise<Target>][] = [
 		["embedded", () => startEmbedded(pinning)],
 		["distributed", () => startDistributed(pinning, cache.redisUrl)],

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { send } from "./http";
 import type { Pinning } from "./machine";
@@ -36,26 +37,37 @@ async function started(target: Target, paths: string[]): Promise<Target> {
 /**
  * The catalogue's settings that the shell running the benchmark may hold and that would change
  * what is measured (a token refusing the updates, a rate limit, MongoDB, one health port for four
- * nodes): every node runs without them, as the default does, unless `startNode` sets them.
+ * nodes, memory storage or a quieter log): every node runs without them, as the default does,
+ * unless `startNode` sets them.
  */
-const CLEARED = ["SERVICES", "TRANSPORTER", "REDIS_URL", "MONGO_URI", "DATA_DIR", "API_TOKEN", "RATE_LIMIT", "RATE_LIMIT_WINDOW", "CORS_ORIGINS", "HEALTH_PORT", "BODY_LIMIT", "REQUEST_TIMEOUT"];
+const CLEARED = [
+	...["SERVICES", "TRANSPORTER", "REDIS_URL", "MONGO_URI", "DATA_DIR", "API_TOKEN", "RATE_LIMIT", "RATE_LIMIT_WINDOW", "CORS_ORIGINS", "HEALTH_PORT"],
+	...["BODY_LIMIT", "REQUEST_TIMEOUT", "STORAGE", "LOGLEVEL", "LOG_FORMAT", "CACHE_MAX_MB"],
+];
 
 /**
- * A catalogue node started as `npm start` starts one, with its data in memory; with `profileDir`,
- * it writes a CPU profile there when it stops (BENCH_PROFILE).
+ * A catalogue node started as `npm start` starts one: its records in NeDB files (in a fresh
+ * folder), its access log on, its output read as a terminal would; with `profileDir`, it writes a
+ * CPU profile there when it stops (BENCH_PROFILE).
  */
 function startNode(name: string, pinning: Pinning, profileDir: string | undefined, env: NodeJS.ProcessEnv): Child {
 	if (!existsSync(path.join(ROOT, "dist/moleculer.config.js"))) throw new Error("dist/ is missing: run `npm run build` first");
 	const cleared = Object.fromEntries(CLEARED.map(variable => [variable, undefined]));
 	const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", path.join(profileDir, name)] : [];
-	return startChild(name, pinning, process.execPath, [...profile, RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")], {
+	const folder = mkdtempSync(path.join(tmpdir(), `catalogue-bench-${name}-`));
+	const node = startChild(name, pinning, process.execPath, [...profile, RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")], {
 		...cleared,
 		SERVICEDIR: path.join(ROOT, "dist/services"),
-		STORAGE: "memory",
-		LOGLEVEL: "warn",
+		DATA_DIR: folder,
 		START_TIMEOUT: "30",
 		...env,
 	});
+	const kill = node.kill;
+	node.kill = async () => {
+		await kill();
+		rmSync(folder, { recursive: true, force: true });
+	};
+	return node;
 }
 
 /** Every service in one process, no transporter: the default as `npm start` runs it. */

@@ -66,6 +66,9 @@ export interface GrowthResult {
 	/** Mean latency of a list answered from the cache, and of one computed afresh. */
 	meanMs?: number;
 	coldMs?: number;
+	/** Requests per second of the create and the update run at this size. */
+	createRps?: number;
+	updateRps?: number;
 	memory: { name: string; bytes: number | null }[];
 	/** What went wrong instead of (or after some of) the measurement: a finding, not a crash. */
 	error?: string;
@@ -74,8 +77,8 @@ export interface GrowthResult {
 const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 
 export function growthTable(results: GrowthResult[]): Table {
-	const rows = [["Run", "Games", "Answer", "Requests", "Cached ms", "per MB", "Computed ms", "per MB", "RSS per process", "Note"]];
-	for (const { target, games, answerBytes, requests, meanMs, coldMs, memory, error } of results) {
+	const rows = [["Run", "Games", "Answer", "Requests", "Cached ms", "per MB", "Computed ms", "per MB", "Create rps", "Update rps", "RSS per process", "Note"]];
+	for (const { target, games, answerBytes, requests, meanMs, coldMs, createRps, updateRps, memory, error } of results) {
 		const perMb = (ms: number | undefined) => (ms === undefined || !answerBytes ? "—" : (ms / (answerBytes / 1_048_576)).toFixed(1));
 		rows.push([
 			target,
@@ -86,11 +89,13 @@ export function growthTable(results: GrowthResult[]): Table {
 			perMb(meanMs),
 			coldMs === undefined ? "—" : coldMs.toFixed(0),
 			perMb(coldMs),
+			createRps === undefined ? "—" : rps(createRps),
+			updateRps === undefined ? "—" : rps(updateRps),
 			memory.map(({ name, bytes }) => `${name} ${bytes === null ? "gone" : mb(bytes)}`).join(", "),
 			error ?? "",
 		]);
 	}
-	return { rows, right: [false, true, true, true, true, true, true, true, false, false] };
+	return { rows, right: [false, true, true, true, true, true, true, true, true, true, false, false] };
 }
 
 export function asText({ rows, right }: Table): string {

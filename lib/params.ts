@@ -3,7 +3,7 @@
  * the decisions: names and titles up to 200 characters, nationality and category name up to 100.
  */
 
-import { texts } from "./errors";
+import { texts, type ErrorText } from "./errors";
 
 type ValidationErrors = { type: string; actual?: unknown; expected?: unknown }[];
 
@@ -22,15 +22,23 @@ export const text = (max: number) =>
 /** An optional text filter (query string). */
 export const filter = (max: number) => ({ type: "string", optional: true, max }) as const;
 
-/** A required identifier: any non-empty string; an id nothing has is answered by the service. */
-export const id = { type: "string", empty: false } as const;
+/** The shape of every id the service issues (lib/ids.ts): a ULID, 26 characters of Crockford's base 32. */
+export const ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
-/** `{ id }` pointing at another record; extra keys are dropped. */
-export const reference = {
-	type: "object",
-	strict: "remove",
-	props: { id: { type: "string", trim: true, empty: false } },
-} as const;
+/**
+ * A required id of the records `unknown` speaks of, written or referred to by a write. Any other
+ * shape is an id no record has: answered with that text before a store is asked, so a write with
+ * a huge or hostile id stores nothing, not even for a moment.
+ */
+export const idOf = (unknown: ErrorText) => ({ type: "string", pattern: ID_SHAPE, messages: { stringPattern: unknown } }) as const;
+
+/** `{ id }` pointing at a record of the kind `unknown` speaks of; extra keys are dropped. */
+export const referenceTo = (unknown: ErrorText) =>
+	({
+		type: "object",
+		strict: "remove",
+		props: { id: { type: "string", trim: true, empty: false, pattern: ID_SHAPE, messages: { stringPattern: unknown } } },
+	}) as const;
 
 /**
  * A whole number given as a JSON number or a numeric string, converted to a number.

@@ -64,7 +64,12 @@ export function claimStore(store: Store, visible: Record<string, unknown> = {}):
 export interface DbOptions extends FailureTexts {
 	/** Collection (and NeDB file) name. */
 	collection: string;
-	/** Fields that are filtered or sorted on. */
+	/**
+	 * Fields that are filtered or sorted on, indexed in MongoDB only. NeDB keeps all the records
+	 * that share a value of an indexed field in one array, which it copies whole whenever one of
+	 * them is written: with an index on a game's category, each write of a game cost time in the
+	 * number of games of its category. NeDB scans instead (it sorts in memory either way).
+	 */
 	indexes?: string[];
 	/**
 	 * Filtered fields that only a few records have (the claims of writes in progress). Their
@@ -103,9 +108,19 @@ async function createIndex(adapter: unknown, field: string, sparse: boolean): Pr
 	else await (adapter as NeDbAdapter).db.ensureIndex({ fieldName: field, sparse });
 }
 
+/**
+ * Removes NeDB's indexes on `fields` where it has them: a file written by an earlier version
+ * records them, and NeDB creates again every index its file records (`indexes` on DbOptions).
+ */
+export async function dropIndexes(db: Pick<NeDbAdapter["db"], "indexes" | "removeIndexAsync">, fields: string[]): Promise<void> {
+	for (const field of fields) if (Object.hasOwn(db.indexes, field)) await db.removeIndexAsync(field);
+}
+
 /** What moleculer-db's MemoryAdapter exposes of its NeDB datastore. */
 interface NeDbAdapter {
 	db: NeDbCalls & {
+		indexes: Record<string, unknown>;
+		removeIndexAsync(fieldName: string): Promise<void>;
 		ensureIndex(options: { fieldName: string; sparse: boolean }): Promise<void>;
 		updateAsync(query: object, update: object, options: object): Promise<{ numAffected: number; affectedDocuments: unknown; upsert: boolean }>;
 		findOneAsync: NeDbCalls["findOne"];
@@ -205,8 +220,10 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound
 			return { ...entity, _id: newId() };
 		},
 		async afterConnected(this: Store) {
-			if (this.adapter instanceof MemoryAdapter) useNeDbPromises(this.adapter as unknown as NeDbAdapter);
-			for (const field of indexes) await createIndex(this.adapter, field, false);
+			const neDb = this.adapter instanceof MemoryAdapter;
+			if (neDb) useNeDbPromises(this.adapter as unknown as NeDbAdapter);
+			if (neDb) await dropIndexes((this.adapter as unknown as NeDbAdapter).db, indexes);
+			else for (const field of indexes) await createIndex(this.adapter, field, false);
 			for (const field of sparseIndexes) await createIndex(this.adapter, field, true);
 		},
 	} as Partial<CatalogueSchema<Row>>);

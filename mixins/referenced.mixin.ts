@@ -3,7 +3,7 @@ import { claim, release, unclaimed, type ClaimOptions } from "../lib/claims";
 import { config } from "../lib/config";
 import { inUse, notFound, type ErrorText } from "../lib/errors";
 import { newToken } from "../lib/ids";
-import { id } from "../lib/params";
+import { idOf } from "../lib/params";
 import { asMixin, claimStore, type Row } from "./db.mixin";
 
 export interface ReferencedOptions {
@@ -26,6 +26,7 @@ const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs
  */
 export function referencedByGames({ field, notFound: unknownText, hasGames }: ReferencedOptions) {
 	const unknown = notFound(unknownText);
+	const id = idOf(unknownText);
 	return asMixin({
 		actions: {
 			// { <field>: the deleted record }; 400 when the id is unknown or games refer to it.

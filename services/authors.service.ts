@@ -1,7 +1,7 @@
 import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/errors";
 import { AUTHOR_SORT, effectivePage, listParams, pageableRule, sortKeys, type Page } from "../lib/page";
-import { id, text } from "../lib/params";
+import { idOf, text } from "../lib/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
@@ -62,7 +62,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 
 		// 1 once the author is changed; 400 when no author has the id.
 		update: {
-			params: { $$strict: "remove", id, name: text(200), nationality: text(100) },
+			params: { $$strict: "remove", id: idOf(texts.authorNotFound), name: text(200), nationality: text(100) },
 			async handler(ctx: Context<AuthorUpdate>): Promise<1> {
 				const { id, name, nationality } = ctx.params;
 				await this._update(ctx, { id, name, nationality });

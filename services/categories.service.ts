@@ -1,6 +1,6 @@
 import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/errors";
-import { filter, id, text } from "../lib/params";
+import { filter, idOf, text } from "../lib/params";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
@@ -50,7 +50,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 
 		// 1 once the category is renamed; 400 when no category has the id.
 		update: {
-			params: { $$strict: "remove", id, name: text(100) },
+			params: { $$strict: "remove", id: idOf(texts.categoryNotFound), name: text(100) },
 			async handler(ctx: Context<CategoryUpdate>): Promise<1> {
 				await this._update(ctx, { id: ctx.params.id, name: ctx.params.name });
 				return 1;

@@ -8,12 +8,19 @@ import { gameSearch, type GameSearch } from "../lib/game-search";
 import { newId, newToken } from "../lib/ids";
 import { orphans, referringTo, type References } from "../lib/integrity";
 import { effectivePage, GAME_SORT, listParams, pageableRule, pageSlice, sortKeys, type Page } from "../lib/page";
-import { filter, id, reference, text, wholeNumber } from "../lib/params";
+import { filter, idOf, referenceTo, text, wholeNumber } from "../lib/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
-const gameBody = { title: text(200), age: wholeNumber(0, 99), category: reference, author: reference };
+const gameBody = {
+	title: text(200),
+	age: wholeNumber(0, 99),
+	category: referenceTo(texts.categoryNotFound),
+	author: referenceTo(texts.authorNotFound),
+};
+
+const gameId = idOf(texts.gameNotFound);
 
 /** The filters of GET /game and POST /game; the longest title filter is a title's own 200 characters. */
 const gameFilter = { title: filter(200), idCategory: { type: "string", optional: true } } as const;
@@ -130,7 +137,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// or the author does not exist (checked in that order). The new references are recorded
 		// on the game (its `change` claim) before they are checked.
 		update: {
-			params: { $$strict: "remove", id, ...gameBody },
+			params: { $$strict: "remove", id: gameId, ...gameBody },
 			async handler(ctx: Context<GameUpdate>): Promise<1> {
 				const { id, title, age } = ctx.params;
 				const references = { category: ctx.params.category.id, author: ctx.params.author.id };
@@ -155,7 +162,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 
 		// { game: the deleted game }; 400 when no game has the id.
 		remove: {
-			params: { id },
+			params: { id: gameId },
 			async handler(ctx: Context<{ id: string }>): Promise<{ game: Game }> {
 				const { id } = ctx.params;
 				const stored = await this.adapter.findOne({ _id: id, ...published });

@@ -1,3 +1,4 @@
+import { newId } from "../../lib/ids";
 import { INTERNALS, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 let catalogue: Catalogue;
@@ -83,7 +84,7 @@ describe("the gateway", () => {
 	});
 
 	test("documented error texts are sent without the 'Error:' prefix", async () => {
-		const answer = await api.delete("/author/unknown");
+		const answer = await api.delete(`/author/${newId()}`);
 		expect(answer.body).toEqual({ msg: "There is no author with that Id" });
 	});
 

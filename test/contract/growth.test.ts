@@ -45,6 +45,73 @@ async function listGames(): Promise<{ calls: Record<string, number>; games: numb
 	return { calls: Object.fromEntries(calls), games: body.length };
 }
 
+/** What NeDB's index trees compare: keys on the way to a node, and records within a node's list. */
+interface NeDbIndex {
+	sparse: boolean;
+	treeOptions: { compareKeys(a: unknown, b: unknown): number; checkValueEquality(a: unknown, b: unknown): boolean };
+	reset(): void;
+}
+
+type NeDbStore = { adapter: { db?: { indexes?: Record<string, NeDbIndex> } } };
+
+/**
+ * Counts every comparison the games' NeDB indexes make from now on: the work a write does in
+ * them. Only while the store is empty: the indexes are made again, empty, with counting comparers.
+ */
+function countIndexWork(indexes: Record<string, NeDbIndex>): () => number {
+	let work = 0;
+	for (const index of Object.values(indexes)) {
+		const { compareKeys, checkValueEquality } = index.treeOptions;
+		index.treeOptions = {
+			compareKeys: (a, b) => (work++, compareKeys(a, b)),
+			checkValueEquality: (a, b) => (work++, checkValueEquality(a, b)),
+		};
+		index.reset();
+	}
+	return () => work;
+}
+
+// First, while no game is stored: it installs the counting comparers.
+test("a game's create, update and delete do no more index work at 10,000 games than at 200 (NeDB)", async () => {
+	const indexes = localService<NeDbStore>(catalogue, "games").adapter.db?.indexes;
+	// MongoDB's B-trees are not NeDB's; its indexes are checked in test/unit/mongo-storage.test.ts.
+	if (process.env.MONGO_URI) return expect(indexes).toBeUndefined();
+	const work = countIndexWork(indexes!);
+	const { api } = catalogue;
+	/** The index work of 10 updates (each to another category and author), 5 creates and their deletes. */
+	const writeWork = async () => {
+		const before = work();
+		const games = (await api.post("/game", { pageable: { pageNumber: 0, pageSize: 10 } })).body.content as { id: string }[];
+		for (const [i, game] of games.entries()) {
+			const body = { title: `Changed ${i}`, age: 7, category: { id: categories[(i + 3) % 10].id }, author: { id: authors[(i + 7) % 50].id } };
+			expect((await api.put(`/game/${game.id}`, body)).status).toBe(200);
+		}
+		for (let i = 0; i < 5; i++) {
+			const game = await api.game(`New ${i}`, categories[i], authors[i]);
+			expect((await api.delete(`/game/${game.id}`)).status).toBe(200);
+		}
+		return work() - before;
+	};
+	await storeGames(200);
+	const atFewGames = await writeWork();
+	await storeGames(10_000);
+	const atManyGames = await writeWork();
+	// The id index's tree is a few levels deeper (log2 10,000 / log2 200 = 1.7): nothing else may grow.
+	// With an index on category, each write also compared the thousand games of its category.
+	expect(atFewGames).toBeGreaterThan(0);
+	expect(atManyGames).toBeLessThan(2 * atFewGames);
+	// The next test grows the store from nothing.
+	await localService<{ adapter: { removeMany(query: object): Promise<number> } }>(catalogue, "games").adapter.removeMany({});
+	stored = 0;
+}, 60_000);
+
+test("NeDB indexes only the claims, sparsely: none on category or author, whose records it would copy on every write", () => {
+	const indexes = localService<NeDbStore>(catalogue, "games").adapter.db?.indexes;
+	if (process.env.MONGO_URI) return expect(indexes).toBeUndefined();
+	for (const field of ["draft", "change.category", "change.author", "change.at"]) expect(indexes?.[field].sparse).toBe(true);
+	expect(Object.keys(indexes!).sort()).toEqual(["_id", "change.at", "change.author", "change.category", "draft"]);
+});
+
 test("GET /game runs the same four actions (the gateway, the list and one batched lookup each of categories and authors) over 200, 10,000 and 100,000 games", async () => {
 	const expected = { "api.rest": 1, "games.list": 1, "categories.get": 1, "authors.get": 1 };
 	for (const count of [200, 10_000, 100_000]) {
@@ -52,12 +119,3 @@ test("GET /game runs the same four actions (the gateway, the list and one batche
 		expect(await listGames()).toEqual({ calls: expected, games: count });
 	}
 }, 120_000);
-
-test("the indexes of the claims that only writes in progress carry are sparse, so a write does not cost the size of the store", () => {
-	const { adapter } = localService<{ adapter: { db?: { indexes?: Record<string, { sparse: boolean }> } } }>(catalogue, "games");
-	// MongoDB's side is checked in test/unit/mongo-storage.test.ts.
-	const indexes = adapter.db?.indexes;
-	if (process.env.MONGO_URI) return expect(indexes).toBeUndefined();
-	for (const field of ["draft", "change.category", "change.author", "change.at"]) expect(indexes?.[field].sparse).toBe(true);
-	for (const field of ["category", "author"]) expect(indexes?.[field].sparse).toBe(false);
-});

@@ -1,6 +1,7 @@
+import { texts } from "../../lib/errors";
 import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/json-schema";
 import { openApiDocument, type DocumentSources } from "../../lib/openapi";
-import { filter, id, reference, text, wholeNumber } from "../../lib/params";
+import { filter, ID_SHAPE, idOf, referenceTo, text, wholeNumber } from "../../lib/params";
 import { actionParams, info, operations, params, schemas } from "../../services/api.docs";
 import { routeAliases } from "../../services/api.service";
 import GamesService from "../../services/games.service";
@@ -21,7 +22,7 @@ describe("fastest-validator rules as JSON Schema", () => {
 			description: expect.stringContaining("white space is removed"),
 		});
 		expect(ruleSchema(filter(200))).toEqual({ type: "string", maxLength: 200 });
-		expect(ruleSchema(id)).toEqual({ type: "string", minLength: 1 });
+		expect(ruleSchema(idOf(texts.authorNotFound))).toEqual({ type: "string", pattern: ID_SHAPE.source });
 	});
 
 	test("a whole number: an integer in range, or a numeric string", () => {
@@ -33,7 +34,8 @@ describe("fastest-validator rules as JSON Schema", () => {
 	});
 
 	test("objects with their required fields, enums, arrays, booleans; a list of rules is one of them", () => {
-		expect(ruleSchema(reference)).toEqual({ type: "object", properties: { id: expect.objectContaining({ type: "string", minLength: 1 }) }, required: ["id"] });
+		const reference = referenceTo(texts.authorNotFound);
+		expect(ruleSchema(reference)).toEqual({ type: "object", properties: { id: expect.objectContaining({ type: "string", minLength: 1, pattern: ID_SHAPE.source }) }, required: ["id"] });
 		expect(ruleSchema({ type: "enum", values: ["id", "name"] })).toEqual({ enum: ["id", "name"] });
 		expect(ruleSchema({ type: "array", items: "string", max: 3 })).toEqual({ type: "array", items: { type: "string" }, maxItems: 3 });
 		expect(ruleSchema([{ type: "boolean" }, { type: "string" }])).toEqual({ oneOf: [{ type: "boolean" }, { type: "string" }] });
@@ -63,7 +65,7 @@ describe("the OpenAPI document", () => {
 	test("the params are the services' own, mixins included (get comes from dbMixin)", () => {
 		expect(params["games.create"]).toBe((GamesService.actions!.create as { params: object }).params);
 		expect(params["categories.get"]).toEqual(expect.objectContaining({ id: expect.any(Array) }));
-		expect(params["authors.remove"]).toEqual({ id });
+		expect(params["authors.remove"]).toEqual({ id: idOf(texts.authorNotFound) });
 	});
 
 	test("change a validation rule and the document follows", () => {

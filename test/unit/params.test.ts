@@ -1,5 +1,7 @@
 import Validator from "fastest-validator";
-import { reference, text, wholeNumber } from "../../lib/params";
+import { texts } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { idOf, referenceTo, text, wholeNumber } from "../../lib/params";
 
 const validator = new Validator({ useNewCustomCheckerFunction: true });
 const check = (rule: object, value: unknown) => {
@@ -74,11 +76,31 @@ describe("text", () => {
 	});
 });
 
-describe("reference", () => {
-	test("keeps only a non-empty string id", () => {
-		expect(check(reference, { id: " a ", extra: 1 })).toEqual({ result: true, value: { id: "a" } });
+const ISSUED = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+
+describe("ids and references", () => {
+	const unknown = { type: "stringPattern", message: "There is no author with that Id" };
+
+	test("a reference keeps only its id, trimmed, of the shape the service issues", () => {
+		const reference = referenceTo(texts.authorNotFound);
+		expect(check(reference, { id: ` ${ISSUED} `, extra: 1 })).toEqual({ result: true, value: { id: ISSUED } });
 		expect(check(reference, { id: "" }).result).not.toBe(true);
 		expect(check(reference, { id: 1 }).result).not.toBe(true);
 		expect(check(reference, "a").result).not.toBe(true);
+	});
+
+	test.each([
+		["a word", "noExist"],
+		["a lower-case ULID", ISSUED.toLowerCase()],
+		["a ULID with a letter Crockford leaves out", `${ISSUED.slice(0, 25)}U`],
+		["one character too many", `${ISSUED}0`],
+		["90 KB", "0".repeat(90_000)],
+	])("any other shape (%s) is the record's 'There is no ... with that Id'", (_shape, id) => {
+		expect(check(referenceTo(texts.authorNotFound), { id }).result).toEqual([expect.objectContaining(unknown)]);
+		expect(check(idOf(texts.authorNotFound), id).result).toEqual([expect.objectContaining(unknown)]);
+	});
+
+	test("the ids lib/ids.ts issues have that shape", () => {
+		for (let i = 0; i < 100; i++) expect(check(idOf(texts.authorNotFound), newId()).result).toBe(true);
 	});
 });
