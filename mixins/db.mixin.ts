@@ -8,6 +8,7 @@ import { errorHooks, type FailureTexts } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { hideCredentials } from "../lib/uris";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
+import { NeDbFileAdapter } from "./nedb-file-adapter";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
 export type Row = { id: string };
@@ -99,7 +100,7 @@ type StorageConfig = Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">;
 export function createAdapter(collection: string, { mongoUri, storage, dataDir }: StorageConfig = config) {
 	if (mongoUri) return new MongoDbAdapter(mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
 	if (storage === "memory") return new MemoryAdapter();
-	return new MemoryAdapter({ filename: path.join(dataDir, `${collection}.db`), autoload: false });
+	return new NeDbFileAdapter(path.join(dataDir, `${collection}.db`));
 }
 
 /** An index on one field, in whichever store the adapter talks to. */
