@@ -15,11 +15,9 @@ function generationsOf(broker: ServiceBroker): Map<string, number> {
 }
 
 /** Keeps the higher generation: news of writes may arrive out of order from different nodes. */
-function learn(broker: ServiceBroker, service: string, generation: number): boolean {
+function learn(broker: ServiceBroker, service: string, generation: number): void {
 	const known = generationsOf(broker);
-	if (generation < (known.get(service) ?? 0)) return false;
-	known.set(service, generation);
-	return true;
+	if (generation > (known.get(service) ?? 0)) known.set(service, generation);
 }
 
 /** A cache option whose answers are made of the records of `services`. */
@@ -104,51 +102,57 @@ async function nextGeneration(broker: ServiceBroker, service: string): Promise<n
 	}
 }
 
-const sourcesOf = new WeakMap<Service, Set<string>>();
+/** The events that tell a node of writes to `services`: each carries the write's generation. */
+function newsOf(services: Iterable<string>): ServiceSchema["events"] {
+	return Object.fromEntries(
+		[...services].map(service => [
+			`cache.clean.${service}`,
+			{
+				params: { generation: { type: "number", integer: true, positive: true } },
+				handler(this: Service, ctx: Context<{ generation: number }>) {
+					learn(this.broker, service, ctx.params.generation);
+				},
+			},
+		]),
+	);
+}
 
-/** The services whose records some cached answer of `service` is made of. */
-function sources(service: Service): Set<string> {
-	let found = sourcesOf.get(service);
-	if (!found) {
-		const actions = Object.values(service.schema.actions ?? {}) as { cache?: Partial<CatalogueCache> }[];
-		sourcesOf.set(service, (found = new Set(actions.flatMap(action => action.cache?.from ?? []))));
-	}
-	return found;
+/** The services whose records the cached answers of a service's `actions` are made of. */
+function sourcesOf(actions: ServiceSchema["actions"] = {}): Set<string> {
+	return new Set(Object.values(actions).flatMap(action => (action as { cache?: Partial<CatalogueCache> }).cache?.from ?? []));
 }
 
 /**
- * For every service of a node that caches: the news of writes. The node learns each generation
- * and drops the answers of its services that the write made unreachable. With Redis, a node
- * starts from the generations stored there, so that a node that starts later agrees with the others.
+ * The news of writes, for a node that caches. The node learns each generation of the services
+ * `services` names, or by default of those its cached answers are made of: a write of a game
+ * reaches the gateways and the games nodes, and wakes no authors or categories node. The answers
+ * a write made unreachable are left to the cache's own eviction (the memory cache is LRU within
+ * its bytes, Redis evicts answers by their TTL and `volatile-lru`): dropping them here cost each
+ * write a walk of every key, with Redis a SCAN of the whole keyspace. With Redis, a node starts
+ * from the generations stored there, so that a node that starts later agrees with the others.
  */
-export const generationNews: Partial<ServiceSchema> = {
-	events: {
-		"cache.clean.*": {
-			params: { generation: { type: "number", integer: true, positive: true } },
-			handler(this: Service, ctx: Context<{ generation: number }>) {
-				const written = String(ctx.eventName).slice("cache.clean.".length);
-				if (!learn(this.broker, written, ctx.params.generation) || !sources(this).has(written)) return;
-				// Only to free room, so the write does not wait for it, nor for a Redis that is away.
-				const { cacher } = this.broker;
-				if (cacher && cacher.connected !== false)
-					cacher.clean(`${this.name}.**`).catch((err: Error) => this.logger.warn(`Could not drop ${this.name}'s old answers: ${err.message}`));
-			},
+export function generationNews(services?: readonly string[]): Partial<ServiceSchema> {
+	// `merged` is a lifecycle hook of moleculer's that its typings leave out.
+	return {
+		// After the mixins are merged, before the events are registered: the service's own actions are known.
+		merged(schema: ServiceSchema) {
+			schema.events = { ...newsOf(services ?? sourcesOf(schema.actions)), ...schema.events };
 		},
-	},
-	async started(this: Service) {
-		const redis = redisOf(this.broker);
-		if (!redis) return;
-		const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
-		const stored = await redis.client.mget(keys).catch((err: Error) => {
-			throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
-		});
-		CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
-	},
-};
+		async started(this: Service) {
+			const redis = redisOf(this.broker);
+			if (!redis) return;
+			const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
+			const stored = await redis.client.mget(keys).catch((err: Error) => {
+				throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
+			});
+			CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
+		},
+	} as Partial<ServiceSchema>;
+}
 
 /**
  * For a catalogue service: `clearCache`, which moleculer-db calls after every write, moves the
- * service's generation on, here and then on every node.
+ * service's generation on, here and then on every node that listens for it.
  */
 export const generationsMoveOn: Partial<ServiceSchema> = {
 	methods: {

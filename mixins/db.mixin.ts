@@ -175,7 +175,7 @@ const storageOnly: Partial<ServiceSchema> = {
 export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound, failures }: DbOptions) {
 	return asMixin({
 		// First, so its `clearCache` replaces moleculer-db's.
-		mixins: [generationsMoveOn, generationNews, storageOnly],
+		mixins: [generationsMoveOn, generationNews(), storageOnly],
 		settings: { idField: "id" },
 		actions: {
 			// The record with that id, or with `mapping`, a map id -> record of those that exist.

@@ -7,6 +7,7 @@ import serveStatic from "serve-static";
 import vary from "vary";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config";
+import { CACHED_SERVICES } from "../lib/cache";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/access-log";
 import { texts } from "../lib/errors";
@@ -118,7 +119,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		name: "api",
 		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
 		// follows the writes' generations too.
-		mixins: [ApiGateway, generationNews],
+		mixins: [ApiGateway, generationNews(CACHED_SERVICES)],
 		settings: {
 			port: options.port,
 			// The whole request must arrive within this (Node's default is 5 minutes): a client

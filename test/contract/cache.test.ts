@@ -1,5 +1,6 @@
 import { Cachers } from "moleculer";
 import { MemoryBytesCacher } from "../../lib/memory-cacher";
+import { eventCounter } from "../support/calls";
 import { localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 // Reads are cached (in memory in one broker, in Redis shared by the nodes over NATS) and a write
@@ -34,6 +35,9 @@ async function storeReads(request: () => Promise<unknown>): Promise<Record<strin
 	return reads;
 }
 
+/** Every event handled, by every service on every broker. */
+const events = eventCounter();
+
 const sum = (reads: Record<string, number>) => Object.values(reads).reduce((a, b) => a + b, 0);
 
 let strategy: { id: string };
@@ -43,7 +47,7 @@ let teuber: { id: string };
 let catan: { id: string };
 
 beforeAll(async () => {
-	catalogue = await startCatalogue();
+	catalogue = await startCatalogue({ middlewares: [events.middleware] });
 	api = catalogue.api;
 	strategy = await api.category("Strategy");
 	family = await api.category("Family");
@@ -250,4 +254,21 @@ describe("the cache of the layout", () => {
 		const expected = catalogue.topology === "nats" ? Cachers.Redis : MemoryBytesCacher;
 		for (const broker of catalogue.brokers) expect(broker.cacher).toBeInstanceOf(expected);
 	});
+});
+
+test("a write's news reaches the services whose cached answers (or keys, on the gateway) are made of its records, and no other", async () => {
+	const newsOf = async (write: () => Promise<unknown>) => {
+		events.handled.length = 0;
+		await write();
+		// Events cross NATS on their own; the gateway has learned before the write answered, the others soon after.
+		await new Promise(resolve => setTimeout(resolve, 200));
+		return events.handled.filter(event => event.includes("cache.clean.")).sort();
+	};
+	expect(await newsOf(() => api.game("Ra", strategy, knizia))).toEqual(["api cache.clean.games", "games cache.clean.games"]);
+	expect(await newsOf(() => api.put(`/author/${knizia.id}`, { name: "Reiner Knizia", nationality: "German" }))).toEqual([
+		"api cache.clean.authors",
+		"authors cache.clean.authors",
+		"games cache.clean.authors",
+	]);
+	expect(await newsOf(() => api.category("Party"))).toEqual(["api cache.clean.categories", "categories cache.clean.categories", "games cache.clean.categories"]);
 });

@@ -32,3 +32,17 @@ export function callCounter(): { calls: string[]; middleware: Middleware } {
 	} as unknown as Middleware;
 	return { calls, middleware };
 }
+
+/** The events each service handled, as `service event`, on every broker it is given to. */
+export function eventCounter(): { handled: string[]; middleware: Middleware } {
+	const handled: string[] = [];
+	const middleware: Middleware = {
+		localEvent(next, event) {
+			return function (this: Service, ctx) {
+				handled.push(`${event.service?.name} ${ctx.eventName}`);
+				return next.call(this, ctx);
+			};
+		},
+	};
+	return { handled, middleware };
+}
