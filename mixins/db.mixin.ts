@@ -79,6 +79,8 @@ export interface DbOptions extends FailureTexts {
 	 * the collection.
 	 */
 	sparseIndexes?: string[];
+	/** The fields that mark a write in progress: a claim (lib/claims.ts) or a game's draft. */
+	claims?: string[];
 }
 
 /**
@@ -97,10 +99,10 @@ type StorageConfig = Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">;
  * The storage the configuration asks for: MongoDB (the database named in MONGO_URI) when a URI
  * is given, else a NeDB file under DATA_DIR, or memory only.
  */
-export function createAdapter(collection: string, { mongoUri, storage, dataDir }: StorageConfig = config) {
+export function createAdapter(collection: string, { mongoUri, storage, dataDir }: StorageConfig = config, claims: readonly string[] = []) {
 	if (mongoUri) return new MongoDbAdapter(mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
 	if (storage === "memory") return new MemoryAdapter();
-	return new NeDbFileAdapter(path.join(dataDir, `${collection}.db`));
+	return new NeDbFileAdapter(path.join(dataDir, `${collection}.db`), claims);
 }
 
 /** An index on one field, in whichever store the adapter talks to. */
@@ -172,7 +174,7 @@ const storageOnly: Partial<ServiceSchema> = {
  * `_id`, a cached `get` action that takes one id or a batch (the populates use it), the cache
  * moved on by every write, and the service's error texts applied to every failure.
  */
-export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound, failures }: DbOptions) {
+export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims = [], notFound, failures }: DbOptions) {
 	return asMixin({
 		// First, so its `clearCache` replaces moleculer-db's.
 		mixins: [generationsMoveOn, generationNews(), storageOnly],
@@ -215,7 +217,7 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], notFound
 		// A new adapter for every service instance, so brokers in one process never share a store.
 		merged(schema: Record<string, unknown>) {
 			schema.collection = collection;
-			schema.adapter = createAdapter(collection);
+			schema.adapter = createAdapter(collection, config, claims);
 		},
 		beforeEntityCreate(entity: Record<string, unknown>) {
 			return { ...entity, _id: newId() };

@@ -49,6 +49,7 @@ class DataFile {
 		private readonly db: Datastore,
 		private readonly file: string,
 		private readonly logger: Logger,
+		claims: readonly string[],
 	) {
 		this.recordsAtLast = db.getAllData().length;
 		// Emitted by NeDB inside its queue, once the file is rewritten: no append is half counted.
@@ -59,8 +60,7 @@ class DataFile {
 		});
 		this.lines = new Appender(db, file);
 		db.persistence.persistNewStateAsync = async docs => {
-			this.lines.append(docs);
-			this.appended += docs.length;
+			this.appended += this.lines.append(docs.filter(doc => !claims.some(field => Object.hasOwn(doc, field))));
 			this.compactIfDue();
 		};
 	}
@@ -109,11 +109,13 @@ class Appender {
 		});
 	}
 
-	append(docs: object[]): void {
+	/** Appends the records' lines; answers how many. */
+	append(docs: object[]): number {
 		const { afterSerialization } = this.db.persistence;
 		const text = docs.map(doc => `${afterSerialization(serialize(doc))}\n`).join("");
 		// Once closed (the service has stopped), a late write still reaches the file, opened for it.
 		if (text.length > 0) appendFileSync(this.fd ?? this.file, text, "utf8");
+		return docs.length;
 	}
 
 	close(): void {
@@ -133,7 +135,16 @@ class Appender {
 export class NeDbFileAdapter extends MemoryAdapter {
 	private dataFile: DataFile | undefined;
 
-	constructor(private readonly file: string) {
+	/**
+	 * `claims`: the fields that mark a write in progress (lib/claims.ts, a game's draft). A record
+	 * that carries one is not written to the file: only this process reads the file, and a crash
+	 * ends every claim it held, so the file needs only the record before the claim and after it.
+	 * A game update or create then appends one line instead of two.
+	 */
+	constructor(
+		private readonly file: string,
+		private readonly claims: readonly string[] = [],
+	) {
 		super({ filename: file, autoload: false, corruptAlertThreshold: 0, afterSerialization: escapeLineBreaks, beforeDeserialization: keepLine });
 	}
 
@@ -148,7 +159,7 @@ export class NeDbFileAdapter extends MemoryAdapter {
 			// moleculer's own way out: logs it as fatal, then exits with 1.
 			service.broker.fatal(damagedFileText(this.file, await firstUnreadableLine(this.file)), err as Error);
 		}
-		this.dataFile = new DataFile((this as unknown as Attached).db, this.file, service.logger);
+		this.dataFile = new DataFile((this as unknown as Attached).db, this.file, service.logger, this.claims);
 	}
 
 	override async disconnect(): Promise<void> {

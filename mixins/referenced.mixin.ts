@@ -16,7 +16,7 @@ export interface ReferencedOptions {
 }
 
 /** A delete in progress is a claim in the record's `deleting` field. */
-const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
+export const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
 
 /**
  * For records that games refer to (README, "Integrity under concurrency"): `remove` marks the

@@ -4,7 +4,7 @@ import { AUTHOR_SORT, effectivePage, listParams, pageableRule, sortKeys, type Pa
 import { idOf, text } from "../lib/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
-import { referencedByGames } from "../mixins/referenced.mixin";
+import { deleting, referencedByGames } from "../mixins/referenced.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
 
 const AuthorsService: CatalogueSchema<Author> = {
@@ -13,6 +13,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 		dbMixin({
 			collection: "authors",
 			indexes: ["name", "nationality"],
+			claims: [deleting.field],
 			notFound: notFound(texts.authorNotFound),
 			failures: {
 				get: texts.fetchAuthor,

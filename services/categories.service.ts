@@ -4,7 +4,7 @@ import { filter, idOf, text } from "../lib/params";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
-import { referencedByGames } from "../mixins/referenced.mixin";
+import { deleting, referencedByGames } from "../mixins/referenced.mixin";
 import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./categories.types";
 
 const CategoriesService: CatalogueSchema<Category> = {
@@ -13,6 +13,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 		dbMixin({
 			collection: "categories",
 			indexes: ["name"],
+			claims: [deleting.field],
 			notFound: notFound(texts.categoryNotFound),
 			failures: {
 				get: texts.fetchCategory,

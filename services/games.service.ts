@@ -60,6 +60,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			collection: "games",
 			indexes: ["category", "author"],
 			sparseIndexes: ["draft", "change.category", "change.author", "change.at"],
+			claims: ["draft", changing.field],
 			notFound: notFound(texts.gameNotFound),
 			failures: {
 				get: texts.fetchGames,

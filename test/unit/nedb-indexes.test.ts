@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { ServiceBroker, type Service } from "moleculer";
 import { createAdapter, dropIndexes } from "../../mixins/db.mixin";
 
 // A games.db written before NeDB's indexes on category and author were dropped still records
@@ -15,6 +16,8 @@ afterEach(() => rm(dataDir, { recursive: true, force: true }));
 /** The games' NeDB store in `dataDir`, loaded from its file. */
 async function load(): Promise<NeDb> {
 	const adapter = createAdapter("games", { storage: "file", dataDir, mongoUri: null });
+	const broker = new ServiceBroker({ logger: false });
+	adapter.init(broker, { broker, logger: broker.getLogger("games") } as unknown as Service);
 	await adapter.connect();
 	return (adapter as unknown as { db: NeDb }).db;
 }
