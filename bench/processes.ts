@@ -11,7 +11,7 @@ export interface Child {
 	output(): string;
 	running(): boolean;
 	/**
-	 * Resolves once it has exited: SIGKILL, since data is in memory and nothing is lost; SIGTERM
+	 * Resolves once it has exited: SIGKILL, since its data folder is thrown away; SIGTERM
 	 * first when it writes a CPU profile on exit.
 	 */
 	kill(): Promise<void>;

@@ -31,7 +31,7 @@ export function settings(machine: Machine, pinning: Pinning, config: BenchConfig
 		["Node", machine.node],
 		["Date", machine.date],
 		["Pinning", pinning.note],
-		["Data set", `${config.categories} categories, ${config.authors} authors, ${config.games} games, in memory (STORAGE=memory)`],
+		["Data set", `${config.categories} categories, ${config.authors} authors, ${config.games} games, in NeDB files (npm start's default), the access log on`],
 		["Runs", `${config.durationS} s measured after ${config.warmupS} s of warm-up, ${config.connections} connections (autocannon)`],
 		["Embedded cache", "memory (the default: no REDIS_URL)"],
 		["Distributed cache", cache.note],

@@ -13,8 +13,8 @@ let broker: ServiceBroker;
 const printed: string[] = [];
 
 beforeAll(async () => {
-	for (const stream of ["log", "error"] as const)
-		jest.spyOn(console, stream).mockImplementation((...args: unknown[]) => void printed.push(args.join(" ")));
+	for (const stream of [process.stdout, process.stderr])
+		jest.spyOn(stream, "write").mockImplementation(chunk => (printed.push(String(chunk).trimEnd()), true));
 	broker = new ServiceBroker({ logger: loggerOptions({ logFormat: "json" }), logLevel: "info" });
 	broker.createService(apiService({ ...config, port: 0 }));
 	broker.createService({

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ServiceBroker } from "moleculer";
+import { format } from "node:util";
+import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { accessEntry } from "../../lib/access-log";
 import { jsonLogLine, loggerOptions, metricsOptions, textFields, tracingOptions, zipkinTraceId } from "../../lib/observability";
 
@@ -9,9 +10,9 @@ describe("broker options from the configuration", () => {
 		expect(metricsOptions({ metricsPort: null })).toBeUndefined();
 	});
 
-	test("logs: moleculer's console logger, with JSON lines for json and its own text otherwise", () => {
-		expect(loggerOptions({ logFormat: "json" })).toEqual({ type: "Console", options: { colors: false, formatter: jsonLogLine } });
-		expect(loggerOptions({ logFormat: "text" })).toEqual({ type: "Console", options: { objectPrinter: textFields } });
+	test("logs: moleculer's console format, with JSON lines for json and its own text otherwise", () => {
+		expect(loggerOptions({ logFormat: "json" })).toEqual({ type: "Stream", options: { colors: false, formatter: jsonLogLine } });
+		expect(loggerOptions({ logFormat: "text" })).toEqual({ type: "Stream", options: { objectPrinter: textFields } });
 	});
 
 	test("text lines print a plain object's fields as key=value, quoting values with spaces; anything else as util.inspect", () => {
@@ -31,6 +32,35 @@ describe("broker options from the configuration", () => {
 		const [exporter] = (broker.tracer as unknown as { exporter: { convertID(id: string): string }[] }).exporter;
 		expect(exporter.convertID("abc-123")).toBe(zipkinTraceId("abc-123"));
 		await broker.stop();
+	});
+});
+
+describe("the Stream logger", () => {
+	afterEach(() => jest.restoreAllMocks());
+
+	/** What a broker with `logger` prints for an info line with fields and a warning, per stream. */
+	function printed(logger: BrokerOptions["logger"]) {
+		const lines: string[] = [];
+		const written = (stream: string) => (chunk: unknown) => (lines.push(`${stream} ${String(chunk).replace(/\n$/, "")}`), true);
+		jest.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(`console.log ${format(...args)}`));
+		jest.spyOn(console, "warn").mockImplementation((...args: unknown[]) => void lines.push(`console.warn ${format(...args)}`));
+		jest.spyOn(process.stdout, "write").mockImplementation(written("stdout"));
+		jest.spyOn(process.stderr, "write").mockImplementation(written("stderr"));
+		const broker = new ServiceBroker({ nodeID: "node-1", logger, logLevel: "info" });
+		const log = broker.getLogger("api");
+		log.info({ requestId: "r-1", status: 200 }, "request answered");
+		log.warn("slow", 12);
+		log.debug("not printed");
+		// The time is the only thing that differs from one line to the next.
+		return lines.map(line => line.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/, "<time>"));
+	}
+
+	test.each(["text", "json"] as const)("prints in %s exactly what moleculer's console logger prints, warnings to stderr, without console", logFormat => {
+		const options = (loggerOptions({ logFormat }) as { options: object }).options;
+		const ours = printed(loggerOptions({ logFormat }));
+		const consoles = printed({ type: "Console", options });
+		expect(ours).toEqual(consoles.map(line => line.replace(/^console\.log/, "stdout").replace(/^console\.warn/, "stderr")));
+		expect(ours.slice(-2)).toEqual([expect.stringMatching(/^stdout .*request answered/), expect.stringMatching(/^stderr .*slow 12/)]);
 	});
 });
 
