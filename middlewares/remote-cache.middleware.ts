@@ -1,5 +1,5 @@
 import type { ActionSchema, Context, Middleware, Service } from "moleculer";
-import { cacheKey, type CatalogueCache } from "../mixins/cache.mixin";
+import { cacheKey, knowsGenerations, type CatalogueCache } from "../mixins/cache.mixin";
 
 /**
  * A cached read of another node is looked up in this node's cacher (the Redis every node shares)
@@ -8,15 +8,18 @@ import { cacheKey, type CatalogueCache } from "../mixins/cache.mixin";
  * heard of a write this one has, and its answer is stored here under the generations known here
  * (README, "Caching"). A node cut off from NATS hears of no write; it stops answering from the
  * cache when it stops seeing the other nodes (moleculer's heartbeat timeout), since only their
- * actions pass through here.
+ * actions pass through here. A node that does not hear of the writes an answer is made of (no
+ * catalogue service, as `npm run repl` starts one) does not look it up: its key would carry
+ * generations the node never learned.
  */
 export const remoteReadsCache: Middleware = {
 	name: "RemoteReadsCache",
 	remoteAction(next, action: ActionSchema) {
-		if (!(action.cache as Partial<CatalogueCache> | undefined)?.from) return next;
+		const from = (action.cache as Partial<CatalogueCache> | undefined)?.from;
+		if (!from) return next;
 		return async function cachedRemoteCall(this: Service, ctx: Context<unknown, { $cache?: boolean }>) {
 			const { cacher } = ctx.broker;
-			if (!cacher || cacher.connected === false || ctx.meta.$cache === false) return next.call(this, ctx);
+			if (!cacher || cacher.connected === false || ctx.meta.$cache === false || !knowsGenerations(ctx.broker, from)) return next.call(this, ctx);
 			const key = cacheKey(ctx.broker, action, ctx.params)!;
 			// Redis lost in the middle of a read: the read goes to the node, as without a cache.
 			const cached = await cacher.get(key).catch(() => undefined);

@@ -14,6 +14,17 @@ function generationsOf(broker: ServiceBroker): Map<string, number> {
 	return known;
 }
 
+/** Per broker, the services whose news of writes one of its started services hears. */
+const heard = new WeakMap<ServiceBroker, Set<string>>();
+
+/**
+ * Whether this broker hears of the writes to all of `services`, so that the keys it makes of
+ * their answers are current. A node without a catalogue service (`npm run repl`) hears of none,
+ * and must not look their answers up in a shared cache.
+ */
+export const knowsGenerations = (broker: ServiceBroker, services: readonly string[]): boolean =>
+	services.every(service => heard.get(broker)?.has(service));
+
 /** Keeps the higher generation: news of writes may arrive out of order from different nodes. */
 function learn(broker: ServiceBroker, service: string, generation: number): void {
 	const known = generationsOf(broker);
@@ -140,12 +151,15 @@ export function generationNews(services?: readonly string[]): Partial<ServiceSch
 		},
 		async started(this: Service) {
 			const redis = redisOf(this.broker);
-			if (!redis) return;
-			const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
-			const stored = await redis.client.mget(keys).catch((err: Error) => {
-				throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
-			});
-			CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
+			if (redis) {
+				const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
+				const stored = await redis.client.mget(keys).catch((err: Error) => {
+					throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
+				});
+				CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
+			}
+			if (!heard.has(this.broker)) heard.set(this.broker, new Set());
+			for (const service of services ?? sourcesOf(this.schema.actions)) heard.get(this.broker)!.add(service);
 		},
 	} as Partial<ServiceSchema>;
 }

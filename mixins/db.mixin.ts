@@ -223,10 +223,11 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims =
 			return { ...entity, _id: newId() };
 		},
 		async afterConnected(this: Store) {
-			const neDb = this.adapter instanceof MemoryAdapter;
-			if (neDb) useNeDbPromises(this.adapter as unknown as NeDbAdapter);
-			if (neDb) await dropIndexes((this.adapter as unknown as NeDbAdapter).db, indexes);
-			else for (const field of indexes) await createIndex(this.adapter, field, false);
+			if (this.adapter instanceof MemoryAdapter) {
+				const neDb = this.adapter as unknown as NeDbAdapter;
+				useNeDbPromises(neDb);
+				await dropIndexes(neDb.db, indexes);
+			} else for (const field of indexes) await createIndex(this.adapter, field, false);
 			for (const field of sparseIndexes) await createIndex(this.adapter, field, true);
 		},
 	} as Partial<CatalogueSchema<Row>>);

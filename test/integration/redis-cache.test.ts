@@ -1,5 +1,7 @@
 import Redis from "ioredis";
-import type { Middleware } from "moleculer";
+import { ServiceBroker, type Middleware } from "moleculer";
+import { cacherOptions } from "../../lib/cache";
+import brokerOptions from "../../moleculer.config";
 import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { waitFor } from "../support/process";
 import { startRedis, type RedisServer } from "../support/redis";
@@ -92,3 +94,27 @@ test("a write that Redis does not answer in time takes its generation locally, a
 	expect(Date.now() - started).toBeLessThan(2500);
 	expect(await authorOf("Tigris & Euphrates")).toBe("Knizia the Late");
 }, 30_000);
+
+test("a node without catalogue services (as `npm run repl` starts one) reads nothing stale from the shared cache", async () => {
+	// It hears of no write, so it cannot know the generations: it must leave the lookup to the nodes that do.
+	const repl = new ServiceBroker({
+		...brokerOptions,
+		nodeID: `repl-${process.pid}`,
+		namespace: catalogue.namespace,
+		transporter: { type: "NATS", options: { url: catalogue.nats!.url } },
+		cacher: cacherOptions({ redisUrl: redis.url, transporter: catalogue.nats!.url, cacheMaxBytes: 0 }),
+		logger: false,
+	});
+	await repl.start();
+	try {
+		await repl.waitForServices(["authors"], 10_000);
+		const author = await api.author("Vital Lacerda", "Portuguese");
+		const names = async () => ((await repl.call("authors.list")) as { name: string }[]).map(each => each.name);
+		expect(await names()).toContain("Vital Lacerda");
+		expect((await api.put(`/author/${author.id}`, { name: "V. Lacerda", nationality: "Portuguese" })).status).toBe(200);
+		expect(await names()).toContain("V. Lacerda");
+		expect(await names()).not.toContain("Vital Lacerda");
+	} finally {
+		await repl.stop();
+	}
+});
