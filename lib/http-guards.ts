@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
 import helmet from "helmet";
+import ApiGateway from "moleculer-web";
 import { texts } from "./errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 
@@ -111,10 +112,42 @@ export const docsSecurityHeaders: Middleware = helmet.contentSecurityPolicy({
 	},
 });
 
-/** Runs `serve` (serve-static) for these file names only; every other path goes on to the route's aliases. */
+/** What moleculer-web keeps of a route's rate limit (RATE_LIMIT) on the request it routes. */
+interface RoutedForLimit {
+	$route?: { rateLimit?: { limit: number; headers?: boolean; key(req: IncomingMessage): string; store: { inc(key: string): number | Promise<number>; resetTime: number } } };
+}
+
+/**
+ * Spends one request of the route's rate limit, with its headers, as moleculer-web does for the
+ * route's aliases; false once the budget is gone. moleculer-web checks it only for aliases, so
+ * files a route's middleware serves would otherwise pass unlimited.
+ */
+async function withinRateLimit(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+	const limit = (req as RoutedForLimit).$route?.rateLimit;
+	const key = limit?.key(req);
+	if (!limit || !key) return true;
+	const remaining = limit.limit - (await limit.store.inc(key));
+	if (limit.headers) {
+		res.setHeader("X-Rate-Limit-Limit", limit.limit);
+		res.setHeader("X-Rate-Limit-Remaining", Math.max(0, remaining));
+		res.setHeader("X-Rate-Limit-Reset", limit.store.resetTime);
+	}
+	return remaining >= 0;
+}
+
+/**
+ * Runs `serve` (serve-static) for these file names only, within the route's rate limit (a 429 past
+ * it, as for the route's aliases); every other path goes on to the route's aliases.
+ */
 export function serveOnly(names: string[], serve: Middleware): Middleware {
 	const paths = new Set(names.map(name => `/${name}`));
-	return (req, res, next) => (paths.has((req.url ?? "").split("?")[0]) ? serve(req, res, next) : next());
+	return (req, res, next) => {
+		if (!paths.has((req.url ?? "").split("?")[0])) return next();
+		withinRateLimit(req, res).then(
+			allowed => (allowed ? serve(req, res, next) : next(new ApiGateway.Errors.RateLimitExceeded("RATE_LIMIT_EXCEEDED"))),
+			next,
+		);
+	};
 }
 
 /**

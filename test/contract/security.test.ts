@@ -221,6 +221,26 @@ describe("RATE_LIMIT", () => {
 	});
 });
 
+describe("RATE_LIMIT on the docs page's files", () => {
+	const { api } = catalogueWith({ settings: { rateLimit: { limit: 3, windowMs: 60_000 } } });
+
+	test("the files /docs serves spend the same budget as its page, then answer 429", async () => {
+		const statuses = [];
+		for (let index = 0; index < 3; index++) {
+			const answer = await fetch(`${api().url}/docs/swagger-ui.css`);
+			await answer.arrayBuffer();
+			statuses.push([answer.status, answer.headers.get("x-rate-limit-remaining")]);
+		}
+		expect(statuses).toEqual([
+			[200, "2"],
+			[200, "1"],
+			[200, "0"],
+		]);
+		expectFailure(await api().get("/docs/swagger-ui-bundle.js"), 429, "Too many requests from this address; try again later");
+		expect((await api().get("/docs/")).status).toBe(429);
+	});
+});
+
 describe("RATE_LIMIT_WINDOW", () => {
 	const { api } = catalogueWith({ settings: { rateLimit: { limit: 1, windowMs: 1000 } } });
 
