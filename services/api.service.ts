@@ -213,10 +213,16 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				},
 			},
 
+			// moleculer-web's management of routes, kept to this node: from another node (anything that
+			// reaches NATS) they would publish a route without authorization or take the API down.
+			listAliases: { visibility: "protected" },
+			addRoute: { visibility: "protected" },
+			removeRoute: { visibility: "protected" },
+
 			// Nothing, with status 304: what a cached read is sent instead when the client's tag is current.
-			// Called only by onBeforeCall above: not on HTTP.
+			// Called only by onBeforeCall above: not on HTTP, nor from other nodes.
 			notModified: {
-				visibility: "public",
+				visibility: "protected",
 				handler(ctx: Context<unknown, { $statusCode?: number }>) {
 					ctx.meta.$statusCode = 304;
 					return null;
