@@ -41,6 +41,8 @@ export interface CatalogueConfig {
 	cacheMaxBytes: number;
 	/** The bearer token writes need (`API_TOKEN`); writes are open when unset. Never put into service settings. */
 	apiToken: string | null;
+	/** `NODE_ENV=production`: JSON logs by default, and a warning at start when writes are open. */
+	production: boolean;
 	/** Port of the node's Prometheus metrics at /metrics (`METRICS_PORT`); metrics are off when unset. */
 	metricsPort: number | null;
 	/** `json` (one object per line) or `text` (`LOG_FORMAT`; default json when NODE_ENV=production, else text). */
@@ -166,6 +168,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		redisUrl: redisUrl(env.REDIS_URL),
 		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,
 		apiToken: apiToken(env.API_TOKEN),
+		production: env.NODE_ENV === "production",
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,
 		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),

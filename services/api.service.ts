@@ -86,7 +86,12 @@ const WRITES = new Set(["PUT", "DELETE"]);
 export const REQUEST_ARRIVAL_MS = 30_000;
 
 /** What the gateway is built from: lib/config.ts, or a test's own values. */
-export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken">;
+export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken" | "production">;
+
+/** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
+export const OPEN_WRITES_WARNING =
+	"Writes are open: NODE_ENV=production and no API_TOKEN, so anyone who reaches this gateway can create, change and delete records. " +
+	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE (README, Security).";
 
 /** Allowed origins compared whole: moleculer-web's own check of a listed origin accepts any part of it. */
 function corsPolicy(origins: string[]) {
@@ -272,6 +277,9 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			});
 			server.on("clientError", answerClientError);
 			observeRequests(server, this.logger, this.broker.metrics);
+		},
+		started() {
+			if (options.production && apiToken === null) this.logger.warn(OPEN_WRITES_WARNING);
 		},
 	};
 }
