@@ -1,10 +1,31 @@
-/** The URI with its password replaced by `***`, fit for logs; text that is not a URI is kept. */
-export function hideCredentials(uri: string): string {
-	try {
-		const url = new URL(uri);
-		if (url.password) url.password = "***";
-		return url.href;
-	} catch {
-		return uri;
-	}
+/** A scheme and `//`: where a URI's authority, and any credentials in it, begin. */
+const SCHEME = /^([a-z][a-z0-9+.-]*:\/\/)(.*)$/is;
+
+/** Where a list of URIs (`nats://a:4222,nats://b:4222`) has its next URI. */
+const NEXT_URI = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
+
+/** What is shown of a value that is not a URI: it cannot be told apart from a secret. */
+export const HIDDEN = "<hidden>";
+
+/** One URI with its credentials hidden; the authority ends at its last `@`, wherever an unescaped `@` sits. */
+function hideOne(uri: string): string {
+	const [, scheme, rest] = SCHEME.exec(uri) ?? [];
+	if (scheme === undefined) return HIDDEN;
+	const at = rest.lastIndexOf("@");
+	if (at < 0) return uri;
+	const credentials = rest.slice(0, at);
+	const colon = credentials.indexOf(":");
+	// `user:password` keeps its user; a bare `token@` (NATS's token login) is a secret as a whole.
+	const shown = colon < 0 ? "***" : `${credentials.slice(0, colon)}:***`;
+	return `${scheme}${shown}@${rest.slice(at + 1)}`;
+}
+
+/**
+ * The URI (or comma-separated list of URIs) with every password and token replaced by `***`, fit
+ * for logs and errors: user and hosts are kept. It never parses the URI as a URL (several hosts,
+ * `mongodb+srv`, an unescaped `@` in a password all defeat URL parsers), and fails closed: a value
+ * without a `scheme://` is shown as `<hidden>`.
+ */
+export function hideCredentials(uris: string): string {
+	return uris.split(NEXT_URI).map(hideOne).join(",");
 }
