@@ -4,6 +4,7 @@ import { config } from "./lib/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability";
 import { hideCredentials } from "./lib/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
+import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
 import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
@@ -45,6 +46,7 @@ const brokerOptions: BrokerOptions = {
 			storage: describeStorage(),
 		}),
 		drainGateway(config.requestTimeoutMs),
+		noSecretsInOptions,
 		remoteReadsCache,
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],

@@ -29,3 +29,18 @@ function hideOne(uri: string): string {
 export function hideCredentials(uris: string): string {
 	return uris.split(NEXT_URI).map(hideOne).join(",");
 }
+
+/** Option names whose values are secrets, or hold them (TLS keys, NATS's nkey seed or credentials). */
+const SECRET_NAME = /pass|token|secret|credential|creds|seed|nkey|authenticator|^(key|cert|tls|sasl)$/i;
+
+/**
+ * A copy of `value` (JSON: functions and cycles already gone) fit to leave the node: every string
+ * holding a URI with its credentials hidden, and the value of every option named like a secret
+ * replaced by `***`.
+ */
+export function withoutSecrets(value: unknown): unknown {
+	if (typeof value === "string") return value.includes("://") ? hideCredentials(value) : value;
+	if (Array.isArray(value)) return value.map(withoutSecrets);
+	if (typeof value !== "object" || value === null) return value;
+	return Object.fromEntries(Object.entries(value).map(([name, field]) => [name, SECRET_NAME.test(name) ? "***" : withoutSecrets(field)]));
+}

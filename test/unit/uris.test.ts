@@ -1,4 +1,4 @@
-import { HIDDEN, hideCredentials } from "../../lib/uris";
+import { HIDDEN, hideCredentials, withoutSecrets } from "../../lib/uris";
 
 describe("hideCredentials", () => {
 	test.each([
@@ -20,5 +20,22 @@ describe("hideCredentials", () => {
 
 	test.each([["not a uri"], ["s3cret"], ["user:pw@host:4222"], [""]])("fails closed: %j, which has no scheme://, is shown as <hidden>", value => {
 		expect(hideCredentials(value)).toBe(HIDDEN);
+	});
+});
+
+describe("withoutSecrets", () => {
+	test("hides the credentials of every URI and the value of every option named like a secret, at any depth", () => {
+		const options = {
+			nodeID: "games-1",
+			transporter: { type: "NATS", options: { url: "nats://a:pw@n1:4222,nats://b:pw@n2:4222", user: "a", pass: "pw", token: "t0k", tls: { ca: "/ca.pem", key: "-----BEGIN PRIVATE KEY-----" } } },
+			cacher: { type: "Redis", options: { redis: "redis://:pw@redis:6379", ttl: 300 } },
+			nested: [{ password: "pw", apiToken: "t0k", nkeySeed: "SUAB", credsFile: "/x.creds" }],
+		};
+		expect(withoutSecrets(options)).toEqual({
+			nodeID: "games-1",
+			transporter: { type: "NATS", options: { url: "nats://a:***@n1:4222,nats://b:***@n2:4222", user: "a", pass: "***", token: "***", tls: "***" } },
+			cacher: { type: "Redis", options: { redis: "redis://:***@redis:6379", ttl: 300 } },
+			nested: [{ password: "***", apiToken: "***", nkeySeed: "***", credsFile: "***" }],
+		});
 	});
 });
