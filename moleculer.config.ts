@@ -2,6 +2,7 @@ import type { BrokerOptions, Errors } from "moleculer";
 import { cacherOptions } from "./lib/cache";
 import { config } from "./lib/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability";
+import { natsFiles, natsOptions } from "./lib/transporter";
 import { hideCredentials } from "./lib/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
@@ -14,7 +15,7 @@ import { catalogueCommands } from "./repl/commands";
 /** Only what differs from moleculer's defaults; every value comes from lib/config.ts. */
 const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
-	transporter: config.transporter ? { type: "NATS", options: { url: config.transporter } } : null,
+	transporter: null,
 	logLevel: config.logLevel,
 	// README, "Observability": JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
 	logger: loggerOptions(config),
@@ -52,5 +53,13 @@ const brokerOptions: BrokerOptions = {
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },
 };
+
+/** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (README, Security), read here, at start. */
+const transporter: BrokerOptions["transporter"] = config.transporter ? { type: "NATS", options: natsOptions(config.transporter, natsFiles()) } : null;
+
+// moleculer-runner replaces every option named like a variable of the environment with its text:
+// TRANSPORTER would become the bare URL, which moleculer reads itself (a token as a user name,
+// nothing decoded, no TLS files). The runner's assignment is ignored; the options above stay.
+Object.defineProperty(brokerOptions, "transporter", { enumerable: true, get: () => transporter, set: () => undefined });
 
 export default brokerOptions;

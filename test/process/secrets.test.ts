@@ -33,9 +33,9 @@ afterAll(async () => {
 /** The catalogue node's id, as the other node sees it. */
 const nodeId = () => (other.registry.getNodeList({ onlyAvailable: true }) as { id: string; local: boolean }[]).find(each => !each.local)!.id;
 
-test("$node.options, asked from another node, carries the transporter's and Redis's URLs with their passwords hidden", async () => {
+test("$node.options, asked from another node, carries the transporter's user and Redis's URL with their passwords hidden", async () => {
 	const options = JSON.stringify(await other.call("$node.options", {}, { nodeID: nodeId() }));
-	expect(options).toContain(`nats://catalogue:***@`);
+	expect(options).toContain('"user":"catalogue","pass":"***"');
 	expect(options).toContain("redis://:***@127.0.0.1:6379/0");
 	expect(options).not.toContain(NATS_PASSWORD);
 	expect(options).not.toContain(REDIS_PASSWORD);

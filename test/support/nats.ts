@@ -14,15 +14,18 @@ export interface NatsServer {
 	start(): Promise<void>;
 }
 
-/** A nats-server of the test's own, configured as a cluster's (nats.conf), on a free loopback port, ready when this resolves. */
-export async function startNats(timeoutMs = 10_000): Promise<NatsServer> {
+/**
+ * A nats-server of the test's own, configured as a cluster's (nats.conf) or with `config`, on a
+ * free loopback port, ready when this resolves.
+ */
+export async function startNats(timeoutMs = 10_000, config = path.join(root, "nats.conf")): Promise<NatsServer> {
 	const port = await freePort();
 	let child: ChildProcess | undefined;
 	let output = "";
 
 	async function start() {
 		output = "";
-		child = spawn(NATS_SERVER, ["-c", path.join(root, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
+		child = spawn(NATS_SERVER, ["-c", config, "-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
 		child.stdout!.on("data", chunk => (output += chunk));
 		child.stderr!.on("data", chunk => (output += chunk));
 		const failed = new Promise<never>((_, reject) => {

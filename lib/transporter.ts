@@ -1,0 +1,83 @@
+import { readFileSync } from "node:fs";
+import { credsAuthenticator, nkeyAuthenticator, type Authenticator } from "nats";
+import { ConfigError } from "./config";
+
+/**
+ * The files of NATS's own authentication and TLS, by the variables that name them. Each is read
+ * once, at start; a missing or unreadable one stops the node with the variable's name.
+ */
+export interface NatsFiles {
+	/** `NATS_CREDS`: a `.creds` file (a user JWT and its nkey seed, for an operator-mode server). */
+	creds?: string;
+	/** `NATS_NKEY_SEED`: a file holding a user's nkey seed (`SU...`). */
+	nkeySeed?: string;
+	/** `NATS_CA`: the CA that signed the server's certificate (PEM). */
+	ca?: string;
+	/** `NATS_CERT`, `NATS_KEY`: this node's client certificate and its key (PEM), for a server that verifies clients. */
+	cert?: string;
+	key?: string;
+}
+
+/** The variables of `NatsFiles`, for messages. */
+const VARIABLES: Record<keyof NatsFiles, string> = { creds: "NATS_CREDS", nkeySeed: "NATS_NKEY_SEED", ca: "NATS_CA", cert: "NATS_CERT", key: "NATS_KEY" };
+
+/** The NATS_* files of the environment that are set. */
+export function natsFiles(env: NodeJS.ProcessEnv = process.env): NatsFiles {
+	const entries = Object.entries(VARIABLES).map(([field, variable]) => [field, env[variable] || undefined]);
+	return Object.fromEntries(entries.filter(([, file]) => file !== undefined));
+}
+
+function read(files: NatsFiles, field: keyof NatsFiles): Buffer | undefined {
+	const file = files[field];
+	if (file === undefined) return undefined;
+	try {
+		return readFileSync(file);
+	} catch (err) {
+		throw new ConfigError(`${VARIABLES[field]} names ${file}, which cannot be read: ${(err as Error).message}`);
+	}
+}
+
+/** What the NATS client is given: its servers, and the credentials and TLS the configuration holds. */
+export interface NatsOptions {
+	servers: string[];
+	user?: string;
+	pass?: string;
+	token?: string;
+	authenticator?: Authenticator;
+	tls?: { ca?: string; cert?: string; key?: string };
+}
+
+/**
+ * The NATS client's options for `TRANSPORTER` (one URL or several, comma-separated) and the NATS_*
+ * files. A URL's `user:password` is a user and password, a lone `user@` is a token (nats-server's
+ * `authorization { token }`); both are percent-decoded. A `tls://` URL or any TLS file asks for
+ * TLS. moleculer's own reading of the URL would send a token as a user name, undecoded.
+ */
+export function natsOptions(transporter: string, files: NatsFiles): NatsOptions {
+	const urls = transporter.split(",").map(url => url.trim());
+	const options: NatsOptions = { servers: [] };
+	let tls = false;
+	for (const text of urls) {
+		let url: URL;
+		try {
+			url = new URL(text);
+		} catch {
+			throw new ConfigError("TRANSPORTER must be a NATS URL, such as nats://user:password@nats:4222, or several separated by commas");
+		}
+		tls ||= url.protocol === "tls:";
+		const user = decodeURIComponent(url.username);
+		const password = decodeURIComponent(url.password);
+		if (password) Object.assign(options, { user, pass: password });
+		else if (user) options.token = user;
+		options.servers.push(url.host);
+	}
+	const creds = read(files, "creds");
+	const seed = read(files, "nkeySeed");
+	if (creds && seed) throw new ConfigError("NATS_CREDS and NATS_NKEY_SEED are two ways to log in: set one");
+	if (creds) options.authenticator = credsAuthenticator(new Uint8Array(creds));
+	if (seed) options.authenticator = nkeyAuthenticator(new TextEncoder().encode(seed.toString("utf8").trim()));
+	const [ca, cert, key] = (["ca", "cert", "key"] as const).map(field => read(files, field)?.toString("utf8"));
+	if ((cert === undefined) !== (key === undefined)) throw new ConfigError("NATS_CERT and NATS_KEY go together: set both or neither");
+	if (tls || ca || cert) options.tls = { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) };
+	return options;
+}

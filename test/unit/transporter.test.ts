@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ConfigError } from "../../lib/config";
+import { natsFiles, natsOptions } from "../../lib/transporter";
+
+const dir = mkdtempSync(path.join(tmpdir(), "catalogue-transporter-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const file = (name: string, text: string) => {
+	writeFileSync(path.join(dir, name), text);
+	return path.join(dir, name);
+};
+
+describe("natsOptions", () => {
+	test.each([
+		["no credentials", "nats://nats:4222", { servers: ["nats:4222"] }],
+		["user and password, percent-decoded", "nats://catalogue:p%40ss%2Fw0rd@nats:4222", { servers: ["nats:4222"], user: "catalogue", pass: "p@ss/w0rd" }],
+		["a token: a user with no password", "nats://s3cr3t@nats:4222", { servers: ["nats:4222"], token: "s3cr3t" }],
+		["several servers", "nats://u:p@n1:4222, nats://u:p@n2:4222", { servers: ["n1:4222", "n2:4222"], user: "u", pass: "p" }],
+		["tls:// asks for TLS", "tls://nats:4222", { servers: ["nats:4222"], tls: {} }],
+	])("%s", (_case, transporter, expected) => {
+		expect(natsOptions(transporter, {})).toEqual(expected);
+	});
+
+	test("the TLS files are read into the options; an nkey seed becomes an authenticator", () => {
+		const seed = file("user.nk", "SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY\n");
+		const options = natsOptions("nats://nats:4222", { ca: file("ca.pem", "CA"), cert: file("cert.pem", "CERT"), key: file("key.pem", "KEY"), nkeySeed: seed });
+		expect(options.tls).toEqual({ ca: "CA", cert: "CERT", key: "KEY" });
+		expect(typeof options.authenticator).toBe("function");
+	});
+
+	test.each([
+		["a file that is not there, named by its variable", { ca: path.join(dir, "nowhere.pem") }, /^NATS_CA names .*nowhere\.pem, which cannot be read/],
+		["a certificate without its key", { cert: file("only-cert.pem", "CERT") }, /NATS_CERT and NATS_KEY go together/],
+		["two ways to log in", { creds: file("a.creds", "x"), nkeySeed: file("b.nk", "y") }, /NATS_CREDS and NATS_NKEY_SEED are two ways to log in/],
+	])("refuses %s", (_case, files, message) => {
+		expect(() => natsOptions("nats://nats:4222", files)).toThrow(ConfigError);
+		expect(() => natsOptions("nats://nats:4222", files)).toThrow(message);
+	});
+
+	test("TRANSPORTER that is not a URL is refused with what it must be", () => {
+		expect(() => natsOptions("nats", {})).toThrow(/TRANSPORTER must be a NATS URL/);
+	});
+});
+
+test("natsFiles: the NATS_* variables that are set", () => {
+	expect(natsFiles({ NATS_CA: "/ca.pem", NATS_CERT: "", NATS_NKEY_SEED: "/u.nk" })).toEqual({ ca: "/ca.pem", nkeySeed: "/u.nk" });
+});
