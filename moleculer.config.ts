@@ -3,7 +3,7 @@ import { cacherOptions } from "./lib/cache";
 import { config } from "./lib/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability";
 import { natsFiles, natsOptions } from "./lib/transporter";
-import { hideCredentials } from "./lib/uris";
+import { hideCredentials, secretsIn } from "./lib/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
@@ -18,7 +18,7 @@ const brokerOptions: BrokerOptions = {
 	transporter: null,
 	logLevel: config.logLevel,
 	// README, "Observability": JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
-	logger: loggerOptions(config),
+	logger: loggerOptions(config, [...secretsIn(config.transporter, config.redisUrl, config.mongoUri), ...(config.apiToken ? [config.apiToken] : [])]),
 	metrics: metricsOptions(config),
 	tracing: tracingOptions(config),
 	// Reads are cached; every write moves the cache on (README, "Caching").

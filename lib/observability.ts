@@ -28,19 +28,31 @@ class StreamLogger extends Loggers.Console {
 		if (!level) return null;
 		const enabled = LEVELS.indexOf(level);
 		const formatter = this.getFormatter(bindings);
+		const secrets = ((this.opts as { redact?: string[] }).redact ?? []).filter(secret => secret.length >= MIN_REDACTED);
 		return (type: string, args: unknown[]) => {
 			if (LEVELS.indexOf(type) > enabled) return;
-			(TO_STDERR.has(type) ? process.stderr : process.stdout).write(`${format(...formatter(type, args))}\n`);
+			let line = format(...formatter(type, args));
+			for (const secret of secrets) if (line.includes(secret)) line = line.replaceAll(secret, "***");
+			(TO_STDERR.has(type) ? process.stderr : process.stdout).write(`${line}\n`);
 		};
 	}
 }
+
+/** Shorter secrets are not looked for in log lines: they would blot out ordinary text. */
+const MIN_REDACTED = 4;
 // moleculer's typings ask for an instance where it keeps the class.
 Loggers.register("Stream", StreamLogger as unknown as Parameters<typeof Loggers.register>[1]);
 
-/** Text is moleculer's console format printing fields as textFields; JSON is the same logger with jsonLogLine. */
-export function loggerOptions({ logFormat }: Pick<CatalogueConfig, "logFormat">): BrokerOptions["logger"] {
-	if (logFormat === "text") return { type: "Stream", options: { objectPrinter: textFields } };
-	return { type: "Stream", options: { colors: false, formatter: jsonLogLine } };
+/**
+ * Text is moleculer's console format printing fields as textFields; JSON is the same logger with
+ * jsonLogLine. Every line has the `secrets` (the passwords and tokens of the configuration)
+ * replaced by `***`, whoever logs them: a library's error can carry the command that failed,
+ * password included (ioredis's AUTH).
+ */
+export function loggerOptions({ logFormat }: Pick<CatalogueConfig, "logFormat">, secrets: string[] = []): BrokerOptions["logger"] {
+	const redact = secrets.length > 0 ? { redact: secrets } : {};
+	if (logFormat === "text") return { type: "Stream", options: { objectPrinter: textFields, ...redact } };
+	return { type: "Stream", options: { colors: false, formatter: jsonLogLine, ...redact } };
 }
 
 /** What moleculer tells a formatter about the logger a line comes from (node, namespace, module, service). */

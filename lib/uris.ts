@@ -30,8 +30,8 @@ export function hideCredentials(uris: string): string {
 	return uris.split(NEXT_URI).map(hideOne).join(",");
 }
 
-/** Option names whose values are secrets, or hold them (TLS keys, NATS's nkey seed or credentials). */
-const SECRET_NAME = /pass|token|secret|credential|creds|seed|nkey|authenticator|^(key|cert|tls|sasl)$/i;
+/** Option names whose values are secrets, or hold them (TLS keys, NATS's nkey seed or credentials, the logger's list of secrets). */
+const SECRET_NAME = /pass|token|secret|credential|creds|seed|nkey|authenticator|redact|^(key|cert|tls|sasl)$/i;
 
 /**
  * A copy of `value` (JSON: functions and cycles already gone) fit to leave the node: every string
@@ -43,4 +43,33 @@ export function withoutSecrets(value: unknown): unknown {
 	if (Array.isArray(value)) return value.map(withoutSecrets);
 	if (typeof value !== "object" || value === null) return value;
 	return Object.fromEntries(Object.entries(value).map(([name, field]) => [name, SECRET_NAME.test(name) ? "***" : withoutSecrets(field)]));
+}
+
+/**
+ * The passwords and tokens written in these URIs (or lists of URIs), as written and decoded: what
+ * the log must never show (lib/observability.ts).
+ */
+export function secretsIn(...uris: (string | null | undefined)[]): string[] {
+	const secrets = uris.flatMap(list =>
+		(list ?? "").split(NEXT_URI).flatMap(uri => {
+			const [, scheme, rest] = SCHEME.exec(uri) ?? [];
+			const at = rest?.lastIndexOf("@") ?? -1;
+			if (scheme === undefined || at < 0) return [];
+			const credentials = rest.slice(0, at);
+			const colon = credentials.indexOf(":");
+			// A lone user is NATS's token; elsewhere (a MongoDB x509 user) it is only a name.
+			if (colon < 0 && !/^(nats|tls):/i.test(scheme)) return [];
+			const secret = colon < 0 ? credentials : credentials.slice(colon + 1);
+			return [secret, safeDecode(secret)];
+		}),
+	);
+	return [...new Set(secrets.filter(Boolean))];
+}
+
+function safeDecode(text: string): string {
+	try {
+		return decodeURIComponent(text);
+	} catch {
+		return text;
+	}
 }

@@ -64,6 +64,23 @@ describe("the Stream logger", () => {
 	});
 });
 
+test("the Stream logger writes every secret it was given as ***, whoever logs it", () => {
+	const lines: string[] = [];
+	jest.spyOn(process.stdout, "write").mockImplementation(chunk => (lines.push(String(chunk)), true));
+	jest.spyOn(process.stderr, "write").mockImplementation(chunk => (lines.push(String(chunk)), true));
+	try {
+		const broker = new ServiceBroker({ nodeID: "node-1", logger: loggerOptions({ logFormat: "text" }, ["Pa55-w0rd", "abc"]), logLevel: "info" });
+		broker.getLogger("cacher").error(Object.assign(new Error("WRONGPASS"), { command: { name: "auth", args: ["Pa55-w0rd"] } }));
+		broker.getLogger("api").info("short secrets are left alone: abc");
+	} finally {
+		jest.restoreAllMocks();
+	}
+	const printed = lines.join("");
+	expect(printed).toContain("args: [ '***' ]");
+	expect(printed).not.toContain("Pa55-w0rd");
+	expect(printed).toContain("short secrets are left alone: abc");
+});
+
 describe("jsonLogLine", () => {
 	const bindings = { nodeID: "node-1", ns: "", mod: "api", svc: "api" };
 	const line = (args: unknown[]) => JSON.parse(jsonLogLine("info", args, bindings)[0]);

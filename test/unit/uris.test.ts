@@ -1,4 +1,4 @@
-import { HIDDEN, hideCredentials, withoutSecrets } from "../../lib/uris";
+import { HIDDEN, hideCredentials, secretsIn, withoutSecrets } from "../../lib/uris";
 
 describe("hideCredentials", () => {
 	test.each([
@@ -38,4 +38,13 @@ describe("withoutSecrets", () => {
 			nested: [{ password: "***", apiToken: "***", nkeySeed: "***", credsFile: "***" }],
 		});
 	});
+});
+
+test("secretsIn: the passwords and NATS tokens of URIs, as written and decoded; a MongoDB user alone is no secret", () => {
+	expect(secretsIn("nats://u:p%40ss@n1:4222,nats://t0ken@n2:4222", "redis://:r3dis@redis:6379", null, "mongodb://app@mongo/db?authMechanism=MONGODB-X509")).toEqual([
+		"p%40ss",
+		"p@ss",
+		"t0ken",
+		"r3dis",
+	]);
 });
