@@ -34,6 +34,29 @@ function environment(service: Service): Record<string, string> {
 	return Object.fromEntries(entries.map(([key, value]) => [key, String(value ?? "")]));
 }
 
+/** What compose makes of `${NAME}`, `${NAME:-default}` and `${NAME:?error}` with the variables `env`. */
+function interpolate(text: string, env: Record<string, string>): string {
+	return text.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_whole, name: string, kind?: string, rest?: string) => {
+		if (env[name]) return env[name];
+		if (kind === "?") throw new Error(`compose refuses to start: ${rest}`);
+		return kind === "-" ? (rest ?? "") : "";
+	});
+}
+
+/** The stack's credentials as an operator's .env gives them (.env.example says how to make them). */
+const CREDENTIALS = {
+	NATS_USER: "catalogue",
+	NATS_PASSWORD: "n4ts0123456789abcdef",
+	REDIS_PASSWORD: "r3dis0123456789abcdef",
+	MONGO_ROOT_USER: "root",
+	MONGO_ROOT_PASSWORD: "r00t0123456789abcdef",
+	MONGO_APP_USER: "catalogue",
+	MONGO_APP_PASSWORD: "m0ngo0123456789abcdef",
+};
+
+/** A service's environment as compose gives it with CREDENTIALS set. */
+const interpolated = (service: Service) => Object.fromEntries(Object.entries(environment(service)).map(([key, value]) => [key, interpolate(value, CREDENTIALS)]));
+
 /** The catalogue nodes: every service whose environment picks moleculer services. */
 const nodes = Object.entries(compose.services).filter(([, service]) => environment(service).SERVICES);
 const scaled = nodes.filter(([name]) => name !== "api");
@@ -126,7 +149,7 @@ describe("docker-compose.yml", () => {
 		// Both empty: moleculer-runner loads every service under a SERVICEDIR when SERVICES is empty.
 		expect(env.SERVICES).toBe("");
 		expect(env.SERVICEDIR).toBe("");
-		expect(new URL(env.TRANSPORTER).host).toBe("nats:4222");
+		expect(new URL(interpolate(env.TRANSPORTER, CREDENTIALS)).host).toBe("nats:4222");
 		expect(repl.command).toEqual(expect.arrayContaining(["--repl"]));
 		expect(repl.profiles).toEqual(["tools"]);
 		expect(repl).toMatchObject({ stdin_open: true, tty: true, restart: "no" });
@@ -142,6 +165,41 @@ describe("docker-compose.yml", () => {
 		for (const [name, service] of nodes) if (name !== "api") expect(environment(service).API_TOKEN).toBeUndefined();
 	});
 
+	test("every credential comes from the environment, and compose refuses to start without it", () => {
+		const text = read("docker-compose.yml");
+		for (const name of Object.keys(CREDENTIALS)) expect(text).toMatch(new RegExp(`\\$\\{${name}:\\?[^}]+\\}`));
+		expect(text).not.toMatch(/\$\{(NATS_USER|NATS_PASSWORD|REDIS_PASSWORD|MONGO_\w+)(:-[^}]*)?\}/);
+		expect(() => interpolate(environment(compose.services.api).TRANSPORTER, { ...CREDENTIALS, NATS_PASSWORD: "" })).toThrow(/set NATS_PASSWORD/);
+	});
+
+	test("nats and redis ask every client for the password, and the nodes log in to them and to MongoDB as the catalogue's user", () => {
+		const command = (name: string) => (compose.services[name] as { command?: string[] }).command!.map(part => interpolate(part, CREDENTIALS));
+		expect(command("nats")).toEqual(expect.arrayContaining(["--user", "catalogue", "--pass", CREDENTIALS.NATS_PASSWORD]));
+		expect(command("redis").join(" ")).toContain(`--requirepass ${CREDENTIALS.REDIS_PASSWORD}`);
+		expect(interpolated(compose.services.redis).REDISCLI_AUTH).toBe(CREDENTIALS.REDIS_PASSWORD);
+		expect(interpolated(compose.services.mongo)).toMatchObject({
+			MONGO_INITDB_ROOT_USERNAME: "root",
+			MONGO_INITDB_ROOT_PASSWORD: CREDENTIALS.MONGO_ROOT_PASSWORD,
+			MONGO_APP_USER: "catalogue",
+			MONGO_APP_PASSWORD: CREDENTIALS.MONGO_APP_PASSWORD,
+		});
+		for (const [, service] of nodes) {
+			const env = interpolated(service);
+			expect(env.TRANSPORTER).toBe(`nats://catalogue:${CREDENTIALS.NATS_PASSWORD}@nats:4222`);
+			expect(env.REDIS_URL).toBe(`redis://:${CREDENTIALS.REDIS_PASSWORD}@redis:6379`);
+			expect(env.MONGO_URI).toBe(`mongodb://catalogue:${CREDENTIALS.MONGO_APP_PASSWORD}@mongo:27017/catalogue?authSource=catalogue`);
+			expect(readConfig({ MONGO_URI: env.MONGO_URI, TRANSPORTER: env.TRANSPORTER }).mongoUri).toBe(env.MONGO_URI);
+		}
+	});
+
+	test("mongo's first start makes the catalogue's user, readWrite on its database only", () => {
+		const mongo = compose.services.mongo as { volumes?: string[] };
+		expect(mongo.volumes).toContain("./deploy/mongo-init.sh:/docker-entrypoint-initdb.d/catalogue-user.sh:ro");
+		const script = read("deploy/mongo-init.sh");
+		expect(script).toContain('db.createUser({ user: "$MONGO_APP_USER", pwd: "$MONGO_APP_PASSWORD", roles: [{ role: "readWrite", db: "$MONGO_INITDB_DATABASE" }] })');
+		expect(script).not.toMatch(/role: "(root|dbOwner|readWriteAnyDatabase|userAdmin\w*)"/);
+	});
+
 	test("nats, mongo and redis have health checks; the nodes keep the image's", () => {
 		for (const name of ["nats", "mongo", "redis"]) expect(compose.services[name].healthcheck?.test).toBeDefined();
 		for (const [, service] of nodes) {
@@ -152,7 +210,7 @@ describe("docker-compose.yml", () => {
 
 	test("the nodes reach nats, mongo and redis (their shared cache) by service name once all are healthy", () => {
 		for (const [, service] of nodes) {
-			const env = environment(service);
+			const env = interpolated(service);
 			expect(new URL(env.TRANSPORTER).host).toBe("nats:4222");
 			expect(new URL(env.MONGO_URI).host).toBe("mongo:27017");
 			expect(new URL(env.REDIS_URL).host).toBe("redis:6379");
