@@ -12,17 +12,21 @@ import { startRedis, type RedisServer } from "../support/redis";
 const compose = parse(readFileSync(path.resolve(__dirname, "../../docker-compose.yml"), "utf8")) as {
 	services: { redis: { command: string[] } };
 };
-const [program, ...options] = compose.services.redis.command;
+/** REDIS_PASSWORD as an operator's .env gives it; compose puts it where the command says. */
+const PASSWORD = "r3dis0123456789abcdef";
+const [program, ...options] = compose.services.redis.command.map(part => part.replace(/\$\{REDIS_PASSWORD(:\?[^}]*)?\}/, PASSWORD));
 
 let server: RedisServer;
+let url: string;
 let redis: Redis;
 let broker: ServiceBroker;
 
 beforeAll(async () => {
 	server = await startRedis(10_000, options);
-	redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+	url = server.url.replace("redis://", `redis://:${PASSWORD}@`);
+	redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
 	await redis.connect();
-	broker = new ServiceBroker({ logger: false, namespace: "bound", cacher: cacherOptions({ redisUrl: server.url, transporter: null, cacheMaxBytes: 0 }) });
+	broker = new ServiceBroker({ logger: false, namespace: "bound", cacher: cacherOptions({ redisUrl: url, transporter: null, cacheMaxBytes: 0 }) });
 	await broker.start();
 });
 afterAll(async () => {
@@ -31,8 +35,9 @@ afterAll(async () => {
 	await server?.stop();
 });
 
-test("compose runs redis-server with 256 MB at most and the volatile-lru policy", async () => {
+test("compose runs redis-server with 256 MB at most, the volatile-lru policy and REDIS_PASSWORD", async () => {
 	expect(program).toBe("redis-server");
+	expect(await redis.config("GET", "requirepass")).toEqual(["requirepass", PASSWORD]);
 	expect(await redis.config("GET", "maxmemory")).toEqual(["maxmemory", String(256 * 1024 * 1024)]);
 	expect(await redis.config("GET", "maxmemory-policy")).toEqual(["maxmemory-policy", "volatile-lru"]);
 });
