@@ -53,7 +53,9 @@ test("full, it drops the least recently used answers, keeps the generations and 
 
 	expect(await redis.get(generation)).toBe("1");
 	expect(await cacher.get("games.list:99@1.0.0")).toEqual(answer);
-	expect(await cacher.get("games.list:0@1.0.0")).toBeUndefined();
+	// Redis's LRU is approximate (it samples keys): most of the oldest answers are gone, not each one.
+	const oldest = await Promise.all(Array.from({ length: 20 }, (_, i) => cacher.get(`games.list:${i}@1.0.0`)));
+	expect(oldest.filter(kept => kept !== undefined).length).toBeLessThan(5);
 	const memory = await redis.info("memory");
 	expect(Number(/used_memory:(\d+)/.exec(memory)![1])).toBeLessThanOrEqual(4 * 1024 * 1024);
 	expect(Number(await redis.eval(NEXT_GENERATION, 1, generation, 1))).toBe(2);
