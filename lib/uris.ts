@@ -7,17 +7,34 @@ const NEXT_URI = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
 /** What is shown of a value that is not a URI: it cannot be told apart from a secret. */
 export const HIDDEN = "<hidden>";
 
-/** One URI with its credentials hidden; the authority ends at its last `@`, wherever an unescaped `@` sits. */
-function hideOne(uri: string): string {
+/** A URI cut where its credentials are: the authority ends at its last `@`, wherever an unescaped `@` sits. */
+interface UriParts {
+	scheme: string;
+	/** The user of `user:secret@`; none for a bare `secret@` (NATS's token login). */
+	user?: string;
+	/** What follows the user's colon, or the whole of a bare `secret@`; none without an `@`. */
+	secret?: string;
+	/** Everything after the `@` (or after `scheme://` when there is none). */
+	rest: string;
+}
+
+function partsOf(uri: string): UriParts | undefined {
 	const [, scheme, rest] = SCHEME.exec(uri) ?? [];
-	if (scheme === undefined) return HIDDEN;
+	if (scheme === undefined) return undefined;
 	const at = rest.lastIndexOf("@");
-	if (at < 0) return uri;
+	if (at < 0) return { scheme, rest };
 	const credentials = rest.slice(0, at);
 	const colon = credentials.indexOf(":");
-	// `user:password` keeps its user; a bare `token@` (NATS's token login) is a secret as a whole.
-	const shown = colon < 0 ? "***" : `${credentials.slice(0, colon)}:***`;
-	return `${scheme}${shown}@${rest.slice(at + 1)}`;
+	if (colon < 0) return { scheme, secret: credentials, rest: rest.slice(at + 1) };
+	return { scheme, user: credentials.slice(0, colon), secret: credentials.slice(colon + 1), rest: rest.slice(at + 1) };
+}
+
+/** One URI with its credentials hidden: `user:password` keeps its user, a bare `token@` is a secret as a whole. */
+function hideOne(uri: string): string {
+	const parts = partsOf(uri);
+	if (!parts) return HIDDEN;
+	if (parts.secret === undefined) return uri;
+	return `${parts.scheme}${parts.user === undefined ? "***" : `${parts.user}:***`}@${parts.rest}`;
 }
 
 /**
@@ -52,14 +69,9 @@ export function withoutSecrets(value: unknown): unknown {
 export function secretsIn(...uris: (string | null | undefined)[]): string[] {
 	const secrets = uris.flatMap(list =>
 		(list ?? "").split(NEXT_URI).flatMap(uri => {
-			const [, scheme, rest] = SCHEME.exec(uri) ?? [];
-			const at = rest?.lastIndexOf("@") ?? -1;
-			if (scheme === undefined || at < 0) return [];
-			const credentials = rest.slice(0, at);
-			const colon = credentials.indexOf(":");
+			const { scheme, user, secret } = partsOf(uri) ?? {};
 			// A lone user is NATS's token; elsewhere (a MongoDB x509 user) it is only a name.
-			if (colon < 0 && !/^(nats|tls):/i.test(scheme)) return [];
-			const secret = colon < 0 ? credentials : credentials.slice(colon + 1);
+			if (scheme === undefined || secret === undefined || (user === undefined && !/^(nats|tls):/i.test(scheme))) return [];
 			return [secret, safeDecode(secret)];
 		}),
 	);
