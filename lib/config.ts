@@ -121,8 +121,8 @@ function apiToken(value: string | undefined): string | null {
 	return value;
 }
 
-function logFormat(value: string | undefined, nodeEnv: string | undefined): LogFormat {
-	return oneOf("LOG_FORMAT", value || (nodeEnv === "production" ? "json" : "text"), ["json", "text"] as const);
+function logFormat(value: string | undefined, production: boolean): LogFormat {
+	return oneOf("LOG_FORMAT", value || (production ? "json" : "text"), ["json", "text"] as const);
 }
 
 /**
@@ -148,7 +148,8 @@ function tracing(exporter: string | undefined, url: string | undefined, format: 
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfig {
 	const requestTimeoutMs = wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000;
-	const format = logFormat(env.LOG_FORMAT, env.NODE_ENV);
+	const production = env.NODE_ENV === "production";
+	const format = logFormat(env.LOG_FORMAT, production);
 	return {
 		port: wholeNumber("PORT", env.PORT ?? "3000", 0, 65535),
 		dataDir: path.resolve(env.DATA_DIR || "data"),
@@ -168,7 +169,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		redisUrl: redisUrl(env.REDIS_URL),
 		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,
 		apiToken: apiToken(env.API_TOKEN),
-		production: env.NODE_ENV === "production",
+		production,
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,
 		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),
