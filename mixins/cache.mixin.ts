@@ -143,11 +143,13 @@ function sourcesOf(actions: ServiceSchema["actions"] = {}): Set<string> {
  * from the generations stored there, so that a node that starts later agrees with the others.
  */
 export function generationNews(services?: readonly string[]): Partial<ServiceSchema> {
+	/** The services whose news a service with this schema hears. */
+	const heardBy = (schema: ServiceSchema) => services ?? sourcesOf(schema.actions);
 	// `merged` is a lifecycle hook of moleculer's that its typings leave out.
 	return {
 		// After the mixins are merged, before the events are registered: the service's own actions are known.
 		merged(schema: ServiceSchema) {
-			schema.events = { ...newsOf(services ?? sourcesOf(schema.actions)), ...schema.events };
+			schema.events = { ...newsOf(heardBy(schema)), ...schema.events };
 		},
 		async started(this: Service) {
 			const redis = redisOf(this.broker);
@@ -159,7 +161,7 @@ export function generationNews(services?: readonly string[]): Partial<ServiceSch
 				CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
 			}
 			if (!heard.has(this.broker)) heard.set(this.broker, new Set());
-			for (const service of services ?? sourcesOf(this.schema.actions)) heard.get(this.broker)!.add(service);
+			for (const service of heardBy(this.schema)) heard.get(this.broker)!.add(service);
 		},
 	} as Partial<ServiceSchema>;
 }
