@@ -1,9 +1,9 @@
 import type { BrokerOptions, Errors } from "moleculer";
-import { cacherOptions } from "./lib/cache";
-import { config } from "./lib/config";
-import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability";
-import { natsFiles, natsOptions } from "./lib/transporter";
-import { hideCredentials, secretsIn } from "./lib/uris";
+import { cacherOptions } from "./lib/cache/cache";
+import { config } from "./lib/config/config";
+import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability/observability";
+import { natsFiles, natsOptions } from "./lib/config/transporter";
+import { hideCredentials, secretsIn } from "./lib/config/uris";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";

@@ -1,5 +1,5 @@
 import type { Context, Middleware, Service } from "moleculer";
-import { withoutSecrets } from "../lib/uris";
+import { withoutSecrets } from "../lib/config/uris";
 
 /**
  * `$node.options` answers this node's broker options to anyone who can call it (any node on NATS,

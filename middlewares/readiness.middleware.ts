@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
-import { texts } from "../lib/errors";
+import { texts } from "../lib/catalogue/errors";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;

@@ -1,5 +1,5 @@
 import { Cachers, type ActionCacheOptions, type ActionSchema, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
-import { answerKey, answerTag, CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache";
+import { answerKey, answerTag, CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache/cache";
 
 /**
  * Every service's generation as this broker knows it: a number that grows with each write to the

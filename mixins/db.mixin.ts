@@ -2,13 +2,13 @@ import path from "node:path";
 import type { Context, ServiceSchema } from "moleculer";
 import DbService, { MemoryAdapter, type DbServiceSettings } from "moleculer-db";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
-import type { ClaimStore } from "../lib/claims";
-import { config, type CatalogueConfig } from "../lib/config";
-import { errorHooks, type FailureTexts } from "../lib/errors";
-import { newId } from "../lib/ids";
-import { hideCredentials } from "../lib/uris";
+import type { ClaimStore } from "../lib/integrity/claims";
+import { config, type CatalogueConfig } from "../lib/config/config";
+import { errorHooks, type FailureTexts } from "../lib/catalogue/errors";
+import { newId } from "../lib/catalogue/ids";
+import { hideCredentials } from "../lib/config/uris";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
-import { NeDbFileAdapter } from "./nedb-file-adapter";
+import { NeDbFileAdapter } from "../lib/storage/nedb-file-adapter";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
 export type Row = { id: string };

@@ -6,15 +6,15 @@ import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
 import vary from "vary";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
-import { config, type CatalogueConfig } from "../lib/config";
-import { CACHED_SERVICES } from "../lib/cache";
+import { config, type CatalogueConfig } from "../lib/config/config";
+import { CACHED_SERVICES } from "../lib/cache/cache";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
-import { observeRequests, requestFields } from "../lib/access-log";
-import { texts } from "../lib/errors";
-import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/docs-page";
-import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/compression";
-import { toFailure } from "../lib/failures";
-import { openApiDocument } from "../lib/openapi";
+import { observeRequests, requestFields } from "../lib/http/access-log";
+import { texts } from "../lib/catalogue/errors";
+import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
+import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
+import { toFailure } from "../lib/http/failures";
+import { openApiDocument } from "../lib/http/openapi";
 import { readiness } from "../middlewares/readiness.middleware";
 import {
 	answerClientError,
@@ -28,7 +28,7 @@ import {
 	refuseOptions,
 	securityHeaders,
 	serveOnly,
-} from "../lib/http-guards";
+} from "../lib/http/http-guards";
 import { info, operations, params, schemas } from "./api.docs";
 
 /** The whole HTTP surface: only these paths reach the services. */

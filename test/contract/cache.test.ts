@@ -1,5 +1,5 @@
 import { Cachers } from "moleculer";
-import { MemoryBytesCacher } from "../../lib/memory-cacher";
+import { MemoryBytesCacher } from "../../lib/cache/memory-cacher";
 import { eventCounter } from "../support/calls";
 import { localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 

@@ -1,4 +1,4 @@
-import { metricsOptions } from "../../lib/observability";
+import { metricsOptions } from "../../lib/observability/observability";
 import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { freePort, waitFor } from "../support/process";
 

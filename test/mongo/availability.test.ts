@@ -1,4 +1,4 @@
-import { readConfig } from "../../lib/config";
+import { readConfig } from "../../lib/config/config";
 import { describeStorage } from "../../mixins/db.mixin";
 import { testDatabaseName, withDatabase } from "./database";
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { ServiceName } from "../../lib/config";
+import type { ServiceName } from "../../lib/config/config";
 import { Api } from "./catalogue";
 import { startNats, type NatsServer } from "./nats";
 import { answers, freePort, startNode, waitFor, type Node } from "./process";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Service } from "moleculer";
 import DbService from "moleculer-db";
-import { COMPACTION_FLOOR } from "../../lib/nedb-files";
+import { COMPACTION_FLOOR } from "../../lib/storage/nedb-files";
 import { createAdapter, type Store } from "../../mixins/db.mixin";
 
 // The NeDB file adapter createAdapter gives without MONGO_URI, in a broker of its own, on a data

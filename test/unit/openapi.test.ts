@@ -1,7 +1,7 @@
-import { texts } from "../../lib/errors";
-import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/json-schema";
-import { openApiDocument, type DocumentSources } from "../../lib/openapi";
-import { filter, ID_SHAPE, idOf, referenceTo, text, wholeNumber } from "../../lib/params";
+import { texts } from "../../lib/catalogue/errors";
+import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/http/json-schema";
+import { openApiDocument, type DocumentSources } from "../../lib/http/openapi";
+import { filter, ID_SHAPE, idOf, referenceTo, text, wholeNumber } from "../../lib/catalogue/params";
 import { actionParams, info, operations, params, schemas } from "../../services/api.docs";
 import { routeAliases } from "../../services/api.service";
 import GamesService from "../../services/games.service";

@@ -1,7 +1,7 @@
 import Validator from "fastest-validator";
-import { texts } from "../../lib/errors";
-import { newId } from "../../lib/ids";
-import { idOf, referenceTo, text, wholeNumber } from "../../lib/params";
+import { texts } from "../../lib/catalogue/errors";
+import { newId } from "../../lib/catalogue/ids";
+import { idOf, referenceTo, text, wholeNumber } from "../../lib/catalogue/params";
 
 const validator = new Validator({ useNewCustomCheckerFunction: true });
 const check = (rule: object, value: unknown) => {

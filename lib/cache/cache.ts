@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import type { BrokerOptions } from "moleculer";
 import { LRUCache } from "lru-cache";
 import stringify from "safe-stable-stringify";
-import type { CatalogueConfig } from "./config";
+import type { CatalogueConfig } from "../config/config";
 import { MemoryBytesCacher } from "./memory-cacher";
 
 /**

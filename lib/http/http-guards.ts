@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
 import helmet from "helmet";
 import ApiGateway from "moleculer-web";
-import { texts } from "./errors";
+import { texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 
 /** Connect-style middleware, as moleculer-web runs them in a route's `use`. */

@@ -1,4 +1,4 @@
-import { isUnreachable, texts } from "./errors";
+import { isUnreachable, texts } from "../catalogue/errors";
 
 export interface FieldError {
 	field: string;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { format, inspect } from "node:util";
 import { Loggers, TracerExporters, type BrokerOptions, type TracerOptions } from "moleculer";
-import type { CatalogueConfig } from "./config";
+import type { CatalogueConfig } from "../config/config";
 
 /** Where Prometheus scrapes a node: METRICS_PORT, this path. */
 export const METRICS_PATH = "/metrics";

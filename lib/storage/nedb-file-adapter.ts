@@ -10,7 +10,7 @@ import {
 	isDamagedFile,
 	keepLine,
 	tornTailText,
-} from "../lib/nedb-files";
+} from "./nedb-files";
 
 /** NeDB's own serialization of a record into one line (its `model` module, which it does not export by name). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
