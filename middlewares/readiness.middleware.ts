@@ -1,17 +1,11 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
 import { texts } from "../lib/catalogue/errors";
+import { needs } from "../lib/catalogue/services";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
 
-/** The catalogue services whose records a node's services read or write, through `<name>.ready`. */
-const NEEDS: Record<string, string[]> = {
-	api: ["authors", "categories", "games"],
-	games: ["games", "authors", "categories"],
-	authors: ["authors", "games"],
-	categories: ["categories", "games"],
-};
 
 interface NatsConnection {
 	rtt(): Promise<number>;
@@ -61,7 +55,7 @@ export interface Readiness {
  */
 export async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	if (!(await isReady(broker))) return { ready: false, waitingFor: ["node"] };
-	const needed = new Set(broker.services.flatMap(service => NEEDS[service.name] ?? []));
+	const needed = new Set(broker.services.flatMap(service => needs(service.name)));
 	const answers = await Promise.all(
 		[...needed].sort().map(name =>
 			broker.call(`${name}.ready`, {}, { timeout: RTT_TIMEOUT_MS, retries: 0 }).then(

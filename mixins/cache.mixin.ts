@@ -1,5 +1,6 @@
 import { Cachers, type ActionCacheOptions, type ActionSchema, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
-import { answerKey, answerTag, CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache/cache";
+import { answerKey, answerTag, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache/cache";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 
 /**
  * Every service's generation as this broker knows it: a number that grows with each write to the
@@ -154,11 +155,11 @@ export function generationNews(services?: readonly string[]): Partial<ServiceSch
 		async started(this: Service) {
 			const redis = redisOf(this.broker);
 			if (redis) {
-				const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
+				const keys = DATA_SERVICE_NAMES.map(service => generationKey(this.broker.namespace, service));
 				const stored = await redis.client.mget(keys).catch((err: Error) => {
 					throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
 				});
-				CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
+				DATA_SERVICE_NAMES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
 			}
 			if (!heard.has(this.broker)) heard.set(this.broker, new Set());
 			for (const service of heardBy(this.schema)) heard.get(this.broker)!.add(service);

@@ -7,7 +7,7 @@ import serveStatic from "serve-static";
 import vary from "vary";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config/config";
-import { CACHED_SERVICES } from "../lib/cache/cache";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
 import { texts } from "../lib/catalogue/errors";
@@ -124,7 +124,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		name: "api",
 		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
 		// follows the writes' generations too.
-		mixins: [ApiGateway, generationNews(CACHED_SERVICES)],
+		mixins: [ApiGateway, generationNews(DATA_SERVICE_NAMES)],
 		settings: {
 			port: options.port,
 			// The whole request must arrive within this (Node's default is 5 minutes): a client

@@ -59,9 +59,6 @@ export function answerTag(key: string, epoch: string): string {
 	return tag;
 }
 
-/** The services whose records are cached, each with a generation (README, "Caching"). */
-export const CACHED_SERVICES = ["authors", "categories", "games"] as const;
-
 /**
  * The Redis key holding a service's generation. Outside the cacher's prefix on purpose: cleaning
  * the cache must never reset a generation, or an old number could name new answers.
