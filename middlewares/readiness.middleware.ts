@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
 import { texts } from "../lib/catalogue/errors";
 import { needs } from "../lib/catalogue/services";
+import { healthAnswer, isHealthPath, type HealthPath, type Readiness } from "../lib/http/health";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
@@ -41,13 +42,6 @@ export async function isReady(broker: ServiceBroker): Promise<boolean> {
 	return nats ? natsAnswers(nats) : true;
 }
 
-/** What a node is waiting for: nothing once it is ready. */
-export interface Readiness {
-	ready: boolean;
-	/** `node` (not started, stopping, or NATS lost), or the services whose `ready` did not answer. */
-	waitingFor: string[];
-}
-
 /**
  * Ready: the node is (isReady above), and every catalogue service its own services need answers
  * its `ready` action (mixins/db.mixin.ts), here or on another node: a round trip that also reads
@@ -68,11 +62,14 @@ export async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	return { ready: waitingFor.length === 0, waitingFor };
 }
 
+/** This node's answer to a health path (lib/http/health.ts), on HEALTH_PORT as on the gateway. */
+export const brokerHealth = (broker: ServiceBroker, path: HealthPath) => healthAnswer(path, broker.nodeID, () => readiness(broker));
+
 /**
  * Health paths for container health checks on every node, gateway or not, on `port`:
  * `GET /health/live` answers 200 `{ status: "live" }` while the process answers, and
  * `GET /health/ready` 200 `{ status: "ready" }` once the node is ready (readiness above), 503
- * `{ status: "not ready", waitingFor }` before that, while stopping, while the transporter
+ * `{ status: "not ready", msg, waitingFor }` before that, while stopping, while the transporter
  * connection is lost, and while a service it needs or its store does not answer.
  */
 export function readinessProbe(port: number): Middleware {
@@ -81,15 +78,13 @@ export function readinessProbe(port: number): Middleware {
 		name: "ReadinessProbe",
 		starting(broker: ServiceBroker) {
 			server = createServer(async (request, response) => {
-				const answer = (status: number, body: object) => {
+				const answer = ({ status, body }: { status: number; body: object }) => {
 					response.writeHead(status, { "Content-Type": "application/json" });
-					response.end(JSON.stringify({ ...body, nodeID: broker.nodeID }));
+					response.end(JSON.stringify(body));
 				};
 				const path = request.method === "GET" ? request.url : undefined;
-				if (path === "/health/live") return answer(200, { status: "live" });
-				if (path !== "/health/ready") return answer(404, { msg: texts.notFound });
-				const { ready, waitingFor } = await readiness(broker);
-				answer(ready ? 200 : 503, ready ? { status: "ready" } : { status: "not ready", waitingFor });
+				if (!isHealthPath(path)) return answer({ status: 404, body: { msg: texts.notFound, nodeID: broker.nodeID } });
+				answer(await brokerHealth(broker, path));
 			});
 			return new Promise<void>((resolve, reject) => {
 				server!.once("error", reject);

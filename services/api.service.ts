@@ -14,8 +14,9 @@ import { texts } from "../lib/catalogue/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
 import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
 import { toFailure } from "../lib/http/failures";
+import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
-import { readiness } from "../middlewares/readiness.middleware";
+import { brokerHealth } from "../middlewares/readiness.middleware";
 import {
 	answerClientError,
 	assignRequestId,
@@ -74,7 +75,14 @@ export const routeAliases = [
 const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
 
 /** What an action or a hook tells moleculer-web about the answer. */
-type ResponseMeta = { $responseType?: string; $responseHeaders?: Record<string, string> };
+type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string> };
+
+/** The node's answer to a health path, its status included: a 503 here is an answer, not a failure. */
+async function health(service: Service, ctx: Context<unknown, ResponseMeta>, path: HealthPath) {
+	const { status, body } = await brokerHealth(service.broker, path);
+	if (status !== 200) ctx.meta.$statusCode = status;
+	return body;
+}
 
 /** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
 type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
@@ -165,7 +173,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					async onAfterCall(ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage, res: ServerResponse, data: unknown) {
 						vary(res, "Accept-Encoding");
 						const encoding = chosenEncoding(req.headers);
-						const untagged = req.method === "GET" && !res.hasHeader("ETag");
+						// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.
+						const untagged = req.method === "GET" && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
 						if ((encoding === null && !untagged) || data == null) return data;
 						const json = JSON.stringify(data);
 						ctx.meta.$responseType = "application/json; charset=utf-8";
@@ -202,19 +211,21 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			},
 		},
 		actions: {
-			// { status: "live" } while the process answers at all.
+			// { status: "live" } while the process answers at all: the answer of HEALTH_PORT's probe.
 			live: {
 				visibility: "published",
-				handler: () => ({ status: "live" }),
+				handler(this: Service, ctx: Context<unknown, ResponseMeta>) {
+					return health(this, ctx, "/health/live");
+				},
 			},
 
 			// { status: "ready" } once this node has started, reaches NATS (in a cluster), and every
-			// service its paths lead to answers, its store included; 503 otherwise.
+			// service its paths lead to answers, its store included; 503 { status: "not ready", msg,
+			// waitingFor } otherwise. The very answer of HEALTH_PORT's probe (middlewares/readiness).
 			ready: {
 				visibility: "published",
-				async handler(this: Service) {
-					if ((await readiness(this.broker)).ready) return { status: "ready" };
-					throw new Errors.ServiceNotAvailableError({ action: "api.ready", nodeID: this.broker.nodeID });
+				handler(this: Service, ctx: Context<unknown, ResponseMeta>) {
+					return health(this, ctx, "/health/ready");
 				},
 			},
 
