@@ -4,12 +4,12 @@ import { config } from "./lib/config/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability/observability";
 import { natsFiles, natsOptions } from "./lib/config/transporter";
 import { hideCredentials, secretsIn } from "./lib/config/uris";
+import { describeStorage } from "./lib/storage/adapter";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
 import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
-import { describeStorage } from "./mixins/db.mixin";
 import { catalogueCommands } from "./repl/commands";
 
 /** Only what differs from moleculer's defaults; every value comes from lib/config.ts. */

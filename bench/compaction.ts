@@ -13,7 +13,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { ServiceBroker, type Service } from "moleculer";
 import DbService from "moleculer-db";
 import { newId } from "../lib/catalogue/ids";
-import { createAdapter } from "../mixins/db.mixin";
+import { createAdapter } from "../lib/storage/adapter";
 
 interface Datastore {
 	compactDatafileAsync(): Promise<void>;

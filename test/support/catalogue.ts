@@ -7,7 +7,7 @@ import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
 import { config } from "../../lib/config/config";
 import brokerOptions from "../../moleculer.config";
 import { remoteReadsCache } from "../../middlewares/remote-cache.middleware";
-import { describeStorage } from "../../mixins/db.mixin";
+import { describeStorage } from "../../lib/storage/adapter";
 import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";

@@ -11,7 +11,7 @@ import { texts } from "../../lib/catalogue/errors";
 import { newId } from "../../lib/catalogue/ids";
 import { ID_SHAPE } from "../../lib/catalogue/params";
 import brokerOptions from "../../moleculer.config";
-import { createAdapter, describeStorage } from "../../mixins/db.mixin";
+import { createAdapter, describeStorage } from "../../lib/storage/adapter";
 import ApiService from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";

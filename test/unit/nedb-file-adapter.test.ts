@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Service } from "moleculer";
 import DbService from "moleculer-db";
+import { createAdapter } from "../../lib/storage/adapter";
 import { COMPACTION_FLOOR } from "../../lib/storage/nedb-files";
-import { createAdapter, type Store } from "../../mixins/db.mixin";
+import type { Store } from "../../mixins/db.mixin";
 
 // The NeDB file adapter createAdapter gives without MONGO_URI, in a broker of its own, on a data
 // folder of each test's own.
