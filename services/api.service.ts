@@ -31,45 +31,7 @@ import {
 	serveOnly,
 } from "../lib/http/http-guards";
 import { info, operations, params, schemas } from "./api.docs";
-
-/** The whole HTTP surface: only these paths reach the services. */
-const aliases = {
-	"PUT /category": "categories.create",
-	"PUT /category/:id": "categories.update",
-	"GET /category": "categories.list",
-	"GET /category/:id": "categories.get",
-	"DELETE /category/:id": "categories.remove",
-
-	"PUT /author": "authors.create",
-	"PUT /author/:id": "authors.update",
-	"GET /author": "authors.list",
-	"POST /author": "authors.page",
-	"GET /author/:id": "authors.get",
-	"DELETE /author/:id": "authors.remove",
-
-	"PUT /game": "games.create",
-	"PUT /game/:id": "games.update",
-	"GET /game": "games.list",
-	"GET /game/:query": "games.list",
-	"POST /game": "games.page",
-	"DELETE /game/:id": "games.remove",
-
-	"GET /health/live": "api.live",
-	"GET /health/ready": "api.ready",
-	"GET /openapi.json": "api.openapi",
-};
-
-/** The docs page's own paths, under /docs (with or without the trailing slash). */
-const docsAliases = {
-	"GET /": "api.docsPage",
-	"GET /docs.js": "api.docsScript",
-};
-
-/** Each route's alias table, as the OpenAPI document (lib/openapi.ts) reads them. */
-export const routeAliases = [
-	{ path: "/", aliases },
-	{ path: "/docs", aliases: docsAliases },
-];
+import { aliases, corsPolicy, docsAliases, retryAfter, routeAliases, WRITES } from "./api.routes";
 
 /** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
 const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
@@ -87,9 +49,6 @@ async function health(service: Service, ctx: Context<unknown, ResponseMeta>, pat
 /** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
 type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
 
-/** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
-const WRITES = new Set(["PUT", "DELETE"]);
-
 /** How long a request may take to arrive, headers and body; then 408 (lib/http-guards.ts). */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
@@ -100,25 +59,6 @@ export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsO
 export const OPEN_WRITES_WARNING =
 	"Writes are open: NODE_ENV=production and no API_TOKEN, so anyone who reaches this gateway can create, change and delete records. " +
 	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE (README, Security).";
-
-/** Allowed origins compared whole: moleculer-web's own check of a listed origin accepts any part of it. */
-function corsPolicy(origins: string[]) {
-	if (origins.length === 0) return undefined;
-	return {
-		origin: origins.includes("*") ? "*" : (origin: string) => origins.includes(origin),
-		methods: ["GET", "PUT", "POST", "DELETE"],
-		allowedHeaders: ["Content-Type", "Authorization"],
-		exposedHeaders: ["Retry-After", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
-		maxAge: 600,
-	};
-}
-
-/** Seconds until the route's rate-limit window starts again (moleculer-web's store resets them all at once). */
-function retryAfter(req: IncomingMessage): string {
-	const { $route } = req as { $route?: { rateLimit?: { store?: { resetTime?: number } } } };
-	const resetTime = $route?.rateLimit?.store?.resetTime ?? Date.now();
-	return String(Math.max(1, Math.ceil((resetTime - Date.now()) / 1000)));
-}
 
 /** The gateway, with `options.apiToken` kept in this closure: settings travel to every node. */
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
