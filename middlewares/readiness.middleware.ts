@@ -34,7 +34,7 @@ function natsAnswers(connection: NatsConnection): Promise<boolean> {
  * transporter's own `connected` flag stays set while NATS is lost (the client reconnects in the
  * background), so over NATS the probe asks the server for a round trip.
  */
-export async function isReady(broker: ServiceBroker): Promise<boolean> {
+async function isReady(broker: ServiceBroker): Promise<boolean> {
 	if (!broker.started) return false;
 	if (!broker.transit) return true;
 	if (!broker.transit.connected) return false;
@@ -47,7 +47,7 @@ export async function isReady(broker: ServiceBroker): Promise<boolean> {
  * its `ready` action (mixins/db.mixin.ts), here or on another node: a round trip that also reads
  * that service's store. A node's own services are among those it needs.
  */
-export async function readiness(broker: ServiceBroker): Promise<Readiness> {
+async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	if (!(await isReady(broker))) return { ready: false, waitingFor: ["node"] };
 	const needed = new Set(broker.services.flatMap(service => needs(service.name)));
 	const answers = await Promise.all(

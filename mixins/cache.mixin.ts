@@ -91,7 +91,7 @@ interface RedisClient {
 }
 
 /** How long a write waits for Redis to hand out its generation before it takes the next one itself. */
-export const REDIS_WAIT_MS = 1000;
+const REDIS_WAIT_MS = 1000;
 
 /**
  * The next generation of `service`: Redis's when it answers in time, so every writer draws from

@@ -16,7 +16,7 @@ export type CatalogueSchema<T extends Row, Methods = unknown> = ServiceSchema<Db
 /** Lets a mixin be written against a typed `this` and still be listed in `mixins`. */
 export const asMixin = <T extends Row>(schema: Partial<CatalogueSchema<T>>) => schema as Partial<ServiceSchema>;
 
-export interface FindParams {
+interface FindParams {
 	query?: Record<string, unknown>;
 	sort?: string[];
 	limit?: number;

@@ -18,7 +18,7 @@ async function orUnavailable<T>(value: Promise<T>): Promise<T | string> {
 }
 
 /** One line per collection: how many records it holds (each count asked of its own service). */
-export async function counts(broker: ServiceBroker): Promise<string> {
+async function counts(broker: ServiceBroker): Promise<string> {
 	await discovered(broker);
 	const rows = await Promise.all(
 		DATA_SERVICE_NAMES.map(async name => [name, String(await orUnavailable(broker.call<number>(`${name}.count`)))]),
@@ -27,7 +27,7 @@ export async function counts(broker: ServiceBroker): Promise<string> {
 }
 
 /** The games whose category or author does not exist, or a line saying there are none. */
-export async function integrity(broker: ServiceBroker): Promise<string> {
+async function integrity(broker: ServiceBroker): Promise<string> {
 	await discovered(broker);
 	const found = await broker.call<OrphanGame[]>("games.orphans");
 	if (found.length === 0) return "Integrity check passed: every game's category and author exist.";

@@ -12,7 +12,7 @@ import { MemoryBytesCacher } from "./memory-cacher";
 export const MEMORY_CACHE_ENTRY_SHARE = 1 / 8;
 
 /** How long an answer stays in Redis (seconds). Writes make it unreachable long before that. */
-export const REDIS_CACHE_TTL = 3600;
+const REDIS_CACHE_TTL = 3600;
 
 /**
  * The cacher the configuration asks for (README, "Caching"): Redis, shared by every node, when

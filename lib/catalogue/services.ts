@@ -6,7 +6,7 @@
  * the data services each one calls: a game's write checks its category and author, a list
  * populates them; deleting an author or a category asks games whether any refer to it.
  */
-export const DATA_SERVICES = {
+const DATA_SERVICES = {
 	authors: { calls: ["games"] },
 	categories: { calls: ["games"] },
 	games: { calls: ["authors", "categories"] },
@@ -15,7 +15,7 @@ export const DATA_SERVICES = {
 export type DataServiceName = keyof typeof DATA_SERVICES;
 
 /** The gateway: the HTTP surface, which calls every data service and keeps no records. */
-export const GATEWAY = "api";
+const GATEWAY = "api";
 
 export type ServiceName = typeof GATEWAY | DataServiceName;
 

@@ -2,12 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Logger, MetricRegistry } from "moleculer";
 
 /** HTTP requests answered, per method, alias path and status (Prometheus: catalogue_http_requests_total). */
-export const HTTP_REQUESTS = "catalogue.http.requests.total";
+const HTTP_REQUESTS = "catalogue.http.requests.total";
 /** How long the answers took, in milliseconds, with the same labels (catalogue_http_request_time). */
-export const HTTP_REQUEST_TIME = "catalogue.http.request.time";
+const HTTP_REQUEST_TIME = "catalogue.http.request.time";
 
 /** The `path` label of a request no alias matched (a 404, or one refused before routing). */
-export const UNROUTED = "none";
+const UNROUTED = "none";
 
 /** What the gateway says of a request once it has ended. */
 export interface AccessEntry {

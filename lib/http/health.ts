@@ -1,7 +1,7 @@
 import { texts } from "../catalogue/errors";
 
 /** The health paths every node answers: on HEALTH_PORT, and on the gateway's own port. */
-export const HEALTH_PATHS = ["/health/live", "/health/ready"] as const;
+const HEALTH_PATHS = ["/health/live", "/health/ready"] as const;
 export type HealthPath = (typeof HEALTH_PATHS)[number];
 
 export const isHealthPath = (path: string | undefined): path is HealthPath => (HEALTH_PATHS as readonly (string | undefined)[]).includes(path);

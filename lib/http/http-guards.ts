@@ -11,10 +11,10 @@ import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 /** The longest URL served: room for a 200-character title filter of 4-byte characters, percent-encoded, and an id. */
-export const MAX_URL_LENGTH = 4096;
+const MAX_URL_LENGTH = 4096;
 
 /** The deepest JSON body accepted; the deepest the catalogue reads is 4 (`pageable.sort[0].property`). */
-export const MAX_JSON_DEPTH = 32;
+const MAX_JSON_DEPTH = 32;
 
 /** A refused request: a 4xx whose message the gateway sends as `msg` (lib/failures.ts). */
 const refused = (status: number, text: string, type: string) => new Errors.MoleculerClientError(text, status, type);

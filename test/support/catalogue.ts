@@ -18,7 +18,7 @@ import { startNats, type NatsServer } from "./nats";
  * How the services are laid out: all in one broker, or each in a broker of its own (its own
  * nodeID) over a NATS server the catalogue starts for itself, as a cluster runs them.
  */
-export const TOPOLOGIES = ["one-broker", "nats"] as const;
+const TOPOLOGIES = ["one-broker", "nats"] as const;
 export type Topology = (typeof TOPOLOGIES)[number];
 
 export interface Catalogue {
@@ -85,7 +85,7 @@ const SCHEMAS = {
 const START_TIMEOUT_MS = 20_000;
 
 /** The topology of this Jest project: CATALOGUE_TOPOLOGY, set from jest.config.js by support/env.ts. */
-export function projectTopology(): Topology {
+function projectTopology(): Topology {
 	const topology = process.env.CATALOGUE_TOPOLOGY || "one-broker";
 	if (!(TOPOLOGIES as readonly string[]).includes(topology))
 		throw new Error(`CATALOGUE_TOPOLOGY must be one of ${TOPOLOGIES.join(", ")}; got "${topology}"`);
