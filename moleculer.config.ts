@@ -12,7 +12,7 @@ import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { catalogueCommands } from "./repl/commands";
 
-/** Only what differs from moleculer's defaults; every value comes from lib/config.ts. */
+/** Only what differs from moleculer's defaults; every value comes from lib/config/config.ts. */
 const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: null,

@@ -55,7 +55,7 @@ function fieldsRead(action: CachedAction, params: unknown): Record<string, unkno
 }
 
 /**
- * The key of an answer of `action` (lib/cache.ts answerKey): the fields it reads and the
+ * The key of an answer of `action` (lib/cache/cache.ts answerKey): the fields it reads and the
  * generations of the services its answer is made of, as this node knows them; null for an
  * action that is not cached. A read that began before a write stores its answer under the old
  * generations, where no later read looks. The local cacher, the caller's lookup and the gateway's

@@ -49,7 +49,7 @@ export interface Store<T extends Row = Row> {
 }
 
 /**
- * The service's records as the claims of lib/claims.ts reach them; `visible` is what a record must
+ * The service's records as the claims of lib/integrity/claims.ts reach them; `visible` is what a record must
  * match to count as existing (games hide their drafts).
  */
 export function claimStore(store: Store, visible: Record<string, unknown> = {}): ClaimStore {
@@ -76,7 +76,7 @@ export interface DbOptions extends FailureTexts {
 	 * the collection.
 	 */
 	sparseIndexes?: string[];
-	/** The fields that mark a write in progress: a claim (lib/claims.ts) or a game's draft. */
+	/** The fields that mark a write in progress: a claim (lib/integrity/claims.ts) or a game's draft. */
 	claims?: string[];
 }
 

@@ -37,7 +37,7 @@ export const docsAliases = {
 	"GET /docs.js": "api.docsScript",
 };
 
-/** Each route's alias table, as the OpenAPI document (lib/openapi.ts) reads them. */
+/** Each route's alias table, as the OpenAPI document (lib/http/openapi.ts) reads them. */
 export const routeAliases = [
 	{ path: "/", aliases },
 	{ path: "/docs", aliases: docsAliases },

@@ -49,10 +49,10 @@ async function health(service: Service, ctx: Context<unknown, ResponseMeta>, pat
 /** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
 type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
 
-/** How long a request may take to arrive, headers and body; then 408 (lib/http-guards.ts). */
+/** How long a request may take to arrive, headers and body; then 408 (lib/http/http-guards.ts). */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
-/** What the gateway is built from: lib/config.ts, or a test's own values. */
+/** What the gateway is built from: lib/config/config.ts, or a test's own values. */
 export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken" | "production">;
 
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
@@ -78,7 +78,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			// The whole request must arrive within this (Node's default is 5 minutes): a client
 			// trickling bytes holds a connection for no longer.
 			requestTimeout: REQUEST_ARRIVAL_MS,
-			// Each request is logged once when it ends, with its id (lib/access-log.ts); moleculer-web's
+			// Each request is logged once when it ends, with its id (lib/http/access-log.ts); moleculer-web's
 			// own lines about it are for debugging.
 			logRequest: "debug",
 			logResponse: "debug",
@@ -108,7 +108,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					},
 					// A GET the cache did not tag gets a weak tag of its JSON (as Express gives); JSON of 1 KB or
 					// more goes compressed to a client whose Accept-Encoding asks for br or gzip
-					// (lib/compression.ts). Other answers go as they are: a client that asks for no encoding gets
+					// (lib/http/compression.ts). Other answers go as they are: a client that asks for no encoding gets
 					// what it always did, and writes and searches, which never answer 304, are not hashed.
 					async onAfterCall(ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage, res: ServerResponse, data: unknown) {
 						vary(res, "Accept-Encoding");
@@ -137,7 +137,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					callOptions: { tracking: false },
 				},
 			],
-			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
+			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/http/failures.ts.
 			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
 				const { status, body, headers } = toFailure(err);
 				// A failed read has no tag: the one onBeforeCall set named the answer it did not get.
@@ -185,13 +185,13 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				},
 			},
 
-			// The OpenAPI 3.1 document of every route above (lib/openapi.ts, services/api.docs.ts).
+			// The OpenAPI 3.1 document of every route above (lib/http/openapi.ts, services/api.docs.ts).
 			openapi: {
 				visibility: "published",
 				handler: () => document,
 			},
 
-			// The docs page's HTML (lib/docs-page.ts).
+			// The docs page's HTML (lib/http/docs-page.ts).
 			docsPage: {
 				visibility: "published",
 				handler: (ctx: Context<unknown, { $responseType?: string }>) => {

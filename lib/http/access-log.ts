@@ -22,7 +22,7 @@ export interface AccessEntry {
 	aborted?: true;
 }
 
-/** The fields that tie a log line to its request: the id lib/http-guards.ts gave it. */
+/** The fields that tie a log line to its request: the id lib/http/http-guards.ts gave it. */
 export const requestFields = (req: IncomingMessage) => ({ requestId: req.headers["x-request-id"] as string | undefined });
 
 /** moleculer-web's notes on a request: its URL before routing and the alias it matched. */

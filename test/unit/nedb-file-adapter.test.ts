@@ -49,7 +49,7 @@ describe("compaction while the service runs", () => {
 		const categories = await startCategories();
 		const { _id } = await categories.adapter.insert({ name: "Euro" });
 		const oneLine = statSync(file()).size;
-		// What moleculer-db's update becomes in the services (db.mixin.ts, useNeDbPromises).
+		// What moleculer-db's update becomes in the services (lib/storage/adapter.ts, useNeDbPromises).
 		for (let n = 0; n < 3000; n++) await categories.adapter.db.updateAsync({ _id }, { $set: { name: `Euro ${n % 10}` } }, {});
 		await broker.stop();
 		expect(lines()).toBeLessThanOrEqual(COMPACTION_FLOOR + 1);

@@ -100,7 +100,7 @@ describe("ids and references", () => {
 		expect(check(idOf(texts.authorNotFound), id).result).toEqual([expect.objectContaining(unknown)]);
 	});
 
-	test("the ids lib/ids.ts issues have that shape", () => {
+	test("the ids lib/catalogue/ids.ts issues have that shape", () => {
 		for (let i = 0; i < 100; i++) expect(check(idOf(texts.authorNotFound), newId()).result).toBe(true);
 	});
 });
