@@ -1,18 +1,18 @@
 import type { BrokerOptions, Errors } from "moleculer";
-import { cacherOptions } from "./lib/cache";
-import { config } from "./lib/config";
-import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability";
-import { natsFiles, natsOptions } from "./lib/transporter";
-import { hideCredentials, secretsIn } from "./lib/uris";
+import { cacherOptions } from "./lib/cache/cache";
+import { config } from "./lib/config/config";
+import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability/observability";
+import { natsFiles, natsOptions } from "./lib/config/transporter";
+import { hideCredentials, secretsIn } from "./lib/config/uris";
+import { describeStorage } from "./lib/storage/adapter";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
 import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
-import { describeStorage } from "./mixins/db.mixin";
 import { catalogueCommands } from "./repl/commands";
 
-/** Only what differs from moleculer's defaults; every value comes from lib/config.ts. */
+/** Only what differs from moleculer's defaults; every value comes from lib/config/config.ts. */
 const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: null,

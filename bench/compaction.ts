@@ -12,8 +12,8 @@ import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { ServiceBroker, type Service } from "moleculer";
 import DbService from "moleculer-db";
-import { newId } from "../lib/ids";
-import { createAdapter } from "../mixins/db.mixin";
+import { newId } from "../lib/catalogue/ids";
+import { createAdapter } from "../lib/storage/adapter";
 
 interface Datastore {
 	compactDatafileAsync(): Promise<void>;

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { hideCredentials } from "../lib/uris";
+import { hideCredentials } from "../lib/config/uris";
 import type { BenchConfig } from "./config";
 import type { Machine, Pinning } from "./machine";
 import { accepts } from "./processes";

@@ -1,7 +1,7 @@
 import { send, type Answer, type Method } from "./http";
 import { gameBody, type Game, type Seeded } from "./seed";
 
-export interface ScenarioRequest {
+interface ScenarioRequest {
 	path: string;
 	body?: string;
 }

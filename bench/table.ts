@@ -1,8 +1,8 @@
 import type { Measurement } from "./measure";
 import { DISTRIBUTED_TARGET, type Scenario } from "./scenarios";
 
-export const TARGETS = ["ceiling", "embedded", "distributed"] as const;
-export type TargetName = (typeof TARGETS)[number];
+const TARGETS = ["ceiling", "embedded", "distributed"] as const;
+type TargetName = (typeof TARGETS)[number];
 
 /** One scenario's measurements; a target missing from `runs` was not measured (it did not start). */
 export interface ScenarioResult {

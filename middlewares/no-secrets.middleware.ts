@@ -1,10 +1,10 @@
 import type { Context, Middleware, Service } from "moleculer";
-import { withoutSecrets } from "../lib/uris";
+import { withoutSecrets } from "../lib/config/uris";
 
 /**
  * `$node.options` answers this node's broker options to anyone who can call it (any node on NATS,
  * the REPL): the transporter's and Redis's URLs with their passwords among them. Its answer
- * leaves with every credential hidden (lib/uris.ts).
+ * leaves with every credential hidden (lib/config/uris.ts).
  */
 export const noSecretsInOptions: Middleware = {
 	name: "NoSecretsInOptions",

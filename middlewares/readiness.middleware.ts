@@ -1,17 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
-import { texts } from "../lib/errors";
+import { texts } from "../lib/catalogue/errors";
+import { needs } from "../lib/catalogue/services";
+import { healthAnswer, isHealthPath, type HealthPath, type Readiness } from "../lib/http/health";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
 
-/** The catalogue services whose records a node's services read or write, through `<name>.ready`. */
-const NEEDS: Record<string, string[]> = {
-	api: ["authors", "categories", "games"],
-	games: ["games", "authors", "categories"],
-	authors: ["authors", "games"],
-	categories: ["categories", "games"],
-};
 
 interface NatsConnection {
 	rtt(): Promise<number>;
@@ -39,7 +34,7 @@ function natsAnswers(connection: NatsConnection): Promise<boolean> {
  * transporter's own `connected` flag stays set while NATS is lost (the client reconnects in the
  * background), so over NATS the probe asks the server for a round trip.
  */
-export async function isReady(broker: ServiceBroker): Promise<boolean> {
+async function isReady(broker: ServiceBroker): Promise<boolean> {
 	if (!broker.started) return false;
 	if (!broker.transit) return true;
 	if (!broker.transit.connected) return false;
@@ -47,21 +42,14 @@ export async function isReady(broker: ServiceBroker): Promise<boolean> {
 	return nats ? natsAnswers(nats) : true;
 }
 
-/** What a node is waiting for: nothing once it is ready. */
-export interface Readiness {
-	ready: boolean;
-	/** `node` (not started, stopping, or NATS lost), or the services whose `ready` did not answer. */
-	waitingFor: string[];
-}
-
 /**
  * Ready: the node is (isReady above), and every catalogue service its own services need answers
  * its `ready` action (mixins/db.mixin.ts), here or on another node: a round trip that also reads
  * that service's store. A node's own services are among those it needs.
  */
-export async function readiness(broker: ServiceBroker): Promise<Readiness> {
+async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	if (!(await isReady(broker))) return { ready: false, waitingFor: ["node"] };
-	const needed = new Set(broker.services.flatMap(service => NEEDS[service.name] ?? []));
+	const needed = new Set(broker.services.flatMap(service => needs(service.name)));
 	const answers = await Promise.all(
 		[...needed].sort().map(name =>
 			broker.call(`${name}.ready`, {}, { timeout: RTT_TIMEOUT_MS, retries: 0 }).then(
@@ -74,11 +62,14 @@ export async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	return { ready: waitingFor.length === 0, waitingFor };
 }
 
+/** This node's answer to a health path (lib/http/health.ts), on HEALTH_PORT as on the gateway. */
+export const brokerHealth = (broker: ServiceBroker, path: HealthPath) => healthAnswer(path, broker.nodeID, () => readiness(broker));
+
 /**
  * Health paths for container health checks on every node, gateway or not, on `port`:
  * `GET /health/live` answers 200 `{ status: "live" }` while the process answers, and
  * `GET /health/ready` 200 `{ status: "ready" }` once the node is ready (readiness above), 503
- * `{ status: "not ready", waitingFor }` before that, while stopping, while the transporter
+ * `{ status: "not ready", msg, waitingFor }` before that, while stopping, while the transporter
  * connection is lost, and while a service it needs or its store does not answer.
  */
 export function readinessProbe(port: number): Middleware {
@@ -87,15 +78,13 @@ export function readinessProbe(port: number): Middleware {
 		name: "ReadinessProbe",
 		starting(broker: ServiceBroker) {
 			server = createServer(async (request, response) => {
-				const answer = (status: number, body: object) => {
+				const answer = ({ status, body }: { status: number; body: object }) => {
 					response.writeHead(status, { "Content-Type": "application/json" });
-					response.end(JSON.stringify({ ...body, nodeID: broker.nodeID }));
+					response.end(JSON.stringify(body));
 				};
 				const path = request.method === "GET" ? request.url : undefined;
-				if (path === "/health/live") return answer(200, { status: "live" });
-				if (path !== "/health/ready") return answer(404, { msg: texts.notFound });
-				const { ready, waitingFor } = await readiness(broker);
-				answer(ready ? 200 : 503, ready ? { status: "ready" } : { status: "not ready", waitingFor });
+				if (!isHealthPath(path)) return answer({ status: 404, body: { msg: texts.notFound, nodeID: broker.nodeID } });
+				answer(await brokerHealth(broker, path));
 			});
 			return new Promise<void>((resolve, reject) => {
 				server!.once("error", reject);

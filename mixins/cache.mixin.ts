@@ -1,5 +1,6 @@
 import { Cachers, type ActionCacheOptions, type ActionSchema, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
-import { answerKey, answerTag, CACHED_SERVICES, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache";
+import { answerKey, answerTag, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache/cache";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 
 /**
  * Every service's generation as this broker knows it: a number that grows with each write to the
@@ -54,7 +55,7 @@ function fieldsRead(action: CachedAction, params: unknown): Record<string, unkno
 }
 
 /**
- * The key of an answer of `action` (lib/cache.ts answerKey): the fields it reads and the
+ * The key of an answer of `action` (lib/cache/cache.ts answerKey): the fields it reads and the
  * generations of the services its answer is made of, as this node knows them; null for an
  * action that is not cached. A read that began before a write stores its answer under the old
  * generations, where no later read looks. The local cacher, the caller's lookup and the gateway's
@@ -90,7 +91,7 @@ interface RedisClient {
 }
 
 /** How long a write waits for Redis to hand out its generation before it takes the next one itself. */
-export const REDIS_WAIT_MS = 1000;
+const REDIS_WAIT_MS = 1000;
 
 /**
  * The next generation of `service`: Redis's when it answers in time, so every writer draws from
@@ -154,11 +155,11 @@ export function generationNews(services?: readonly string[]): Partial<ServiceSch
 		async started(this: Service) {
 			const redis = redisOf(this.broker);
 			if (redis) {
-				const keys = CACHED_SERVICES.map(service => generationKey(this.broker.namespace, service));
+				const keys = DATA_SERVICE_NAMES.map(service => generationKey(this.broker.namespace, service));
 				const stored = await redis.client.mget(keys).catch((err: Error) => {
 					throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
 				});
-				CACHED_SERVICES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
+				DATA_SERVICE_NAMES.forEach((service, i) => learn(this.broker, service, Number(stored[i] ?? 0)));
 			}
 			if (!heard.has(this.broker)) heard.set(this.broker, new Set());
 			for (const service of heardBy(this.schema)) heard.get(this.broker)!.add(service);

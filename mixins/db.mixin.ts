@@ -1,14 +1,11 @@
-import path from "node:path";
 import type { Context, ServiceSchema } from "moleculer";
-import DbService, { MemoryAdapter, type DbServiceSettings } from "moleculer-db";
-import MongoDbAdapter from "moleculer-db-adapter-mongo";
-import type { ClaimStore } from "../lib/claims";
-import { config, type CatalogueConfig } from "../lib/config";
-import { errorHooks, type FailureTexts } from "../lib/errors";
-import { newId } from "../lib/ids";
-import { hideCredentials } from "../lib/uris";
+import DbService, { type DbServiceSettings } from "moleculer-db";
+import type { ClaimStore } from "../lib/integrity/claims";
+import { config } from "../lib/config/config";
+import { errorHooks, type FailureTexts } from "../lib/catalogue/errors";
+import { newId } from "../lib/catalogue/ids";
+import { createAdapter, prepareStore } from "../lib/storage/adapter";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
-import { NeDbFileAdapter } from "./nedb-file-adapter";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
 export type Row = { id: string };
@@ -19,7 +16,7 @@ export type CatalogueSchema<T extends Row, Methods = unknown> = ServiceSchema<Db
 /** Lets a mixin be written against a typed `this` and still be listed in `mixins`. */
 export const asMixin = <T extends Row>(schema: Partial<CatalogueSchema<T>>) => schema as Partial<ServiceSchema>;
 
-export interface FindParams {
+interface FindParams {
 	query?: Record<string, unknown>;
 	sort?: string[];
 	limit?: number;
@@ -52,7 +49,7 @@ export interface Store<T extends Row = Row> {
 }
 
 /**
- * The service's records as the claims of lib/claims.ts reach them; `visible` is what a record must
+ * The service's records as the claims of lib/integrity/claims.ts reach them; `visible` is what a record must
  * match to count as existing (games hide their drafts).
  */
 export function claimStore(store: Store, visible: Record<string, unknown> = {}): ClaimStore {
@@ -79,7 +76,7 @@ export interface DbOptions extends FailureTexts {
 	 * the collection.
 	 */
 	sparseIndexes?: string[];
-	/** The fields that mark a write in progress: a claim (lib/claims.ts) or a game's draft. */
+	/** The fields that mark a write in progress: a claim (lib/integrity/claims.ts) or a game's draft. */
 	claims?: string[];
 }
 
@@ -89,79 +86,6 @@ export interface DbOptions extends FailureTexts {
  * never carry it (README, "Fault tolerance").
  */
 export const readOnly = { retryPolicy: { enabled: true, retries: 2, delay: 100, maxDelay: 400, factor: 2 } };
-
-/** How long a MongoDB operation waits for a reachable server before it fails. */
-const MONGO_SERVER_WAIT_MS = 5000;
-
-type StorageConfig = Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">;
-
-/**
- * The storage the configuration asks for: MongoDB (the database named in MONGO_URI) when a URI
- * is given, else a NeDB file under DATA_DIR, or memory only.
- */
-export function createAdapter(collection: string, { mongoUri, storage, dataDir }: StorageConfig = config, claims: readonly string[] = []) {
-	if (mongoUri) return new MongoDbAdapter(mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
-	if (storage === "memory") return new MemoryAdapter();
-	return new NeDbFileAdapter(path.join(dataDir, `${collection}.db`), claims);
-}
-
-/** An index on one field, in whichever store the adapter talks to. */
-async function createIndex(adapter: unknown, field: string, sparse: boolean): Promise<void> {
-	if (adapter instanceof MongoDbAdapter) await adapter.collection.createIndex({ [field]: 1 }, { sparse });
-	else await (adapter as NeDbAdapter).db.ensureIndex({ fieldName: field, sparse });
-}
-
-/**
- * Removes NeDB's indexes on `fields` where it has them: a file written by an earlier version
- * records them, and NeDB creates again every index its file records (`indexes` on DbOptions).
- */
-export async function dropIndexes(db: Pick<NeDbAdapter["db"], "indexes" | "removeIndexAsync">, fields: string[]): Promise<void> {
-	for (const field of fields) if (Object.hasOwn(db.indexes, field)) await db.removeIndexAsync(field);
-}
-
-/** What moleculer-db's MemoryAdapter exposes of its NeDB datastore. */
-interface NeDbAdapter {
-	db: NeDbCalls & {
-		indexes: Record<string, unknown>;
-		removeIndexAsync(fieldName: string): Promise<void>;
-		ensureIndex(options: { fieldName: string; sparse: boolean }): Promise<void>;
-		updateAsync(query: object, update: object, options: object): Promise<{ numAffected: number; affectedDocuments: unknown; upsert: boolean }>;
-		findOneAsync: NeDbCalls["findOne"];
-		insertAsync: NeDbCalls["insert"];
-		removeAsync: NeDbCalls["remove"];
-	};
-}
-
-/** The NeDB calls moleculer-db's MemoryAdapter makes through util.promisify. */
-interface NeDbCalls {
-	update(query: object, update: object, options: object): Promise<unknown[]>;
-	findOne(query: object): Promise<unknown>;
-	insert(records: object): Promise<unknown>;
-	remove(query: object, options?: object): Promise<number>;
-}
-
-/**
- * moleculer-db 0.9 reaches NeDB 3 through util.promisify of its callback API, and for `update`
- * around a function that itself returns a Promise, so Node emits a deprecation warning (a stack
- * trace and a line on stderr) on every write (moleculer-db issue #408, open): a fifth of a game
- * update's time. These are the same calls through NeDB's own promise API, answering as
- * moleculer-db's adapter expects.
- */
-function useNeDbPromises({ db }: NeDbAdapter): void {
-	db.update = async (query, update, options) => {
-		const { numAffected, affectedDocuments, upsert } = await db.updateAsync(query, update, options);
-		return [numAffected, affectedDocuments, upsert];
-	};
-	db.findOne = query => db.findOneAsync(query);
-	db.insert = records => db.insertAsync(records);
-	db.remove = (query, options) => db.removeAsync(query, options);
-}
-
-/** Where the records live, for operators' messages; a MongoDB password is never shown. */
-export function describeStorage({ mongoUri, storage, dataDir }: StorageConfig = config): string {
-	if (mongoUri) return `MongoDB at ${hideCredentials(mongoUri)}`;
-	return storage === "memory" ? "memory" : `NeDB files in ${dataDir}`;
-}
 
 /** moleculer-db's storage methods without its actions: each service publishes its own. */
 const storageOnly: Partial<ServiceSchema> = {
@@ -222,13 +146,8 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims =
 		beforeEntityCreate(entity: Record<string, unknown>) {
 			return { ...entity, _id: newId() };
 		},
-		async afterConnected(this: Store) {
-			if (this.adapter instanceof MemoryAdapter) {
-				const neDb = this.adapter as unknown as NeDbAdapter;
-				useNeDbPromises(neDb);
-				await dropIndexes(neDb.db, indexes);
-			} else for (const field of indexes) await createIndex(this.adapter, field, false);
-			for (const field of sparseIndexes) await createIndex(this.adapter, field, true);
+		afterConnected(this: Store) {
+			return prepareStore(this.adapter, indexes, sparseIndexes);
 		},
 	} as Partial<CatalogueSchema<Row>>);
 }

@@ -1,9 +1,9 @@
 import type { Context } from "moleculer";
-import { claim, release, unclaimed, type ClaimOptions } from "../lib/claims";
-import { config } from "../lib/config";
-import { inUse, notFound, type ErrorText } from "../lib/errors";
-import { newToken } from "../lib/ids";
-import { idOf } from "../lib/params";
+import { claim, release, unclaimed, type ClaimOptions } from "../lib/integrity/claims";
+import { config } from "../lib/config/config";
+import { inUse, notFound, type ErrorText } from "../lib/catalogue/errors";
+import { newToken } from "../lib/catalogue/ids";
+import { idOf } from "../lib/catalogue/params";
 import { asMixin, claimStore, type Row } from "./db.mixin";
 
 export interface ReferencedOptions {

@@ -1,16 +1,15 @@
 import type { ReplOptions, ServiceBroker } from "moleculer";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import type { OrphanGame } from "../services/games.types";
 
 type ReplCommand = NonNullable<ReplOptions["customCommands"]>[number];
-
-const COLLECTIONS = ["authors", "categories", "games"] as const;
 
 /** A node that has just joined may not have heard of the others yet: wait this long for them. */
 const DISCOVERY_WAIT_MS = 5000;
 
 /** Waits until the data services are known, or the wait is over: the commands report those still missing. */
 function discovered(broker: ServiceBroker): Promise<unknown> {
-	return broker.waitForServices([...COLLECTIONS], DISCOVERY_WAIT_MS).catch(() => undefined);
+	return broker.waitForServices([...DATA_SERVICE_NAMES], DISCOVERY_WAIT_MS).catch(() => undefined);
 }
 
 /** The value, or the reason it could not be had, for a table cell. */
@@ -19,16 +18,16 @@ async function orUnavailable<T>(value: Promise<T>): Promise<T | string> {
 }
 
 /** One line per collection: how many records it holds (each count asked of its own service). */
-export async function counts(broker: ServiceBroker): Promise<string> {
+async function counts(broker: ServiceBroker): Promise<string> {
 	await discovered(broker);
 	const rows = await Promise.all(
-		COLLECTIONS.map(async name => [name, String(await orUnavailable(broker.call<number>(`${name}.count`)))]),
+		DATA_SERVICE_NAMES.map(async name => [name, String(await orUnavailable(broker.call<number>(`${name}.count`)))]),
 	);
 	return [["collection", "records"], ...rows].map(([name, count]) => `${name.padEnd(12)} ${count}`).join("\n");
 }
 
 /** The games whose category or author does not exist, or a line saying there are none. */
-export async function integrity(broker: ServiceBroker): Promise<string> {
+async function integrity(broker: ServiceBroker): Promise<string> {
 	await discovered(broker);
 	const found = await broker.call<OrphanGame[]>("games.orphans");
 	if (found.length === 0) return "Integrity check passed: every game's category and author exist.";

@@ -3,10 +3,10 @@
  * validation rules do not: summaries, answers with examples, the contract's 400 texts. Not a
  * `*.service.ts`, so moleculer-runner does not load it as a service.
  */
-import { texts } from "../lib/errors";
-import { objectSchema, type JsonSchema, type Params } from "../lib/json-schema";
-import type { OperationDoc } from "../lib/openapi";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../lib/page";
+import { texts } from "../lib/catalogue/errors";
+import { objectSchema, type JsonSchema, type Params } from "../lib/http/json-schema";
+import type { OperationDoc } from "../lib/http/openapi";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../lib/catalogue/page";
 // The document must say what the validation does, so it reads the services' own `params`. Importing
 // a schema creates nothing: dbMixin makes its adapter only when a broker creates the service.
 import AuthorsService from "./authors.service";

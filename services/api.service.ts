@@ -6,16 +6,17 @@ import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
 import vary from "vary";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
-import { config, type CatalogueConfig } from "../lib/config";
-import { CACHED_SERVICES } from "../lib/cache";
+import { config, type CatalogueConfig } from "../lib/config/config";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
-import { observeRequests, requestFields } from "../lib/access-log";
-import { texts } from "../lib/errors";
-import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/docs-page";
-import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/compression";
-import { toFailure } from "../lib/failures";
-import { openApiDocument } from "../lib/openapi";
-import { readiness } from "../middlewares/readiness.middleware";
+import { observeRequests, requestFields } from "../lib/http/access-log";
+import { texts } from "../lib/catalogue/errors";
+import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
+import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
+import { toFailure } from "../lib/http/failures";
+import type { HealthPath } from "../lib/http/health";
+import { openApiDocument } from "../lib/http/openapi";
+import { brokerHealth } from "../middlewares/readiness.middleware";
 import {
 	answerClientError,
 	assignRequestId,
@@ -28,89 +29,36 @@ import {
 	refuseOptions,
 	securityHeaders,
 	serveOnly,
-} from "../lib/http-guards";
+} from "../lib/http/http-guards";
 import { info, operations, params, schemas } from "./api.docs";
-
-/** The whole HTTP surface: only these paths reach the services. */
-const aliases = {
-	"PUT /category": "categories.create",
-	"PUT /category/:id": "categories.update",
-	"GET /category": "categories.list",
-	"GET /category/:id": "categories.get",
-	"DELETE /category/:id": "categories.remove",
-
-	"PUT /author": "authors.create",
-	"PUT /author/:id": "authors.update",
-	"GET /author": "authors.list",
-	"POST /author": "authors.page",
-	"GET /author/:id": "authors.get",
-	"DELETE /author/:id": "authors.remove",
-
-	"PUT /game": "games.create",
-	"PUT /game/:id": "games.update",
-	"GET /game": "games.list",
-	"GET /game/:query": "games.list",
-	"POST /game": "games.page",
-	"DELETE /game/:id": "games.remove",
-
-	"GET /health/live": "api.live",
-	"GET /health/ready": "api.ready",
-	"GET /openapi.json": "api.openapi",
-};
-
-/** The docs page's own paths, under /docs (with or without the trailing slash). */
-const docsAliases = {
-	"GET /": "api.docsPage",
-	"GET /docs.js": "api.docsScript",
-};
-
-/** Each route's alias table, as the OpenAPI document (lib/openapi.ts) reads them. */
-export const routeAliases = [
-	{ path: "/", aliases },
-	{ path: "/docs", aliases: docsAliases },
-];
+import { aliases, corsPolicy, docsAliases, retryAfter, routeAliases, WRITES } from "./api.routes";
 
 /** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
 const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
 
 /** What an action or a hook tells moleculer-web about the answer. */
-type ResponseMeta = { $responseType?: string; $responseHeaders?: Record<string, string> };
+type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string> };
+
+/** The node's answer to a health path, its status included: a 503 here is an answer, not a failure. */
+async function health(service: Service, ctx: Context<unknown, ResponseMeta>, path: HealthPath) {
+	const { status, body } = await brokerHealth(service.broker, path);
+	if (status !== 200) ctx.meta.$statusCode = status;
+	return body;
+}
 
 /** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
 type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
 
-/** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
-const WRITES = new Set(["PUT", "DELETE"]);
-
-/** How long a request may take to arrive, headers and body; then 408 (lib/http-guards.ts). */
+/** How long a request may take to arrive, headers and body; then 408 (lib/http/http-guards.ts). */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
-/** What the gateway is built from: lib/config.ts, or a test's own values. */
+/** What the gateway is built from: lib/config/config.ts, or a test's own values. */
 export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken" | "production">;
 
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
 export const OPEN_WRITES_WARNING =
 	"Writes are open: NODE_ENV=production and no API_TOKEN, so anyone who reaches this gateway can create, change and delete records. " +
 	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE (README, Security).";
-
-/** Allowed origins compared whole: moleculer-web's own check of a listed origin accepts any part of it. */
-function corsPolicy(origins: string[]) {
-	if (origins.length === 0) return undefined;
-	return {
-		origin: origins.includes("*") ? "*" : (origin: string) => origins.includes(origin),
-		methods: ["GET", "PUT", "POST", "DELETE"],
-		allowedHeaders: ["Content-Type", "Authorization"],
-		exposedHeaders: ["Retry-After", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
-		maxAge: 600,
-	};
-}
-
-/** Seconds until the route's rate-limit window starts again (moleculer-web's store resets them all at once). */
-function retryAfter(req: IncomingMessage): string {
-	const { $route } = req as { $route?: { rateLimit?: { store?: { resetTime?: number } } } };
-	const resetTime = $route?.rateLimit?.store?.resetTime ?? Date.now();
-	return String(Math.max(1, Math.ceil((resetTime - Date.now()) / 1000)));
-}
 
 /** The gateway, with `options.apiToken` kept in this closure: settings travel to every node. */
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
@@ -124,13 +72,13 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		name: "api",
 		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
 		// follows the writes' generations too.
-		mixins: [ApiGateway, generationNews(CACHED_SERVICES)],
+		mixins: [ApiGateway, generationNews(DATA_SERVICE_NAMES)],
 		settings: {
 			port: options.port,
 			// The whole request must arrive within this (Node's default is 5 minutes): a client
 			// trickling bytes holds a connection for no longer.
 			requestTimeout: REQUEST_ARRIVAL_MS,
-			// Each request is logged once when it ends, with its id (lib/access-log.ts); moleculer-web's
+			// Each request is logged once when it ends, with its id (lib/http/access-log.ts); moleculer-web's
 			// own lines about it are for debugging.
 			logRequest: "debug",
 			logResponse: "debug",
@@ -160,12 +108,13 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					},
 					// A GET the cache did not tag gets a weak tag of its JSON (as Express gives); JSON of 1 KB or
 					// more goes compressed to a client whose Accept-Encoding asks for br or gzip
-					// (lib/compression.ts). Other answers go as they are: a client that asks for no encoding gets
+					// (lib/http/compression.ts). Other answers go as they are: a client that asks for no encoding gets
 					// what it always did, and writes and searches, which never answer 304, are not hashed.
 					async onAfterCall(ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage, res: ServerResponse, data: unknown) {
 						vary(res, "Accept-Encoding");
 						const encoding = chosenEncoding(req.headers);
-						const untagged = req.method === "GET" && !res.hasHeader("ETag");
+						// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.
+						const untagged = req.method === "GET" && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
 						if ((encoding === null && !untagged) || data == null) return data;
 						const json = JSON.stringify(data);
 						ctx.meta.$responseType = "application/json; charset=utf-8";
@@ -188,7 +137,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					callOptions: { tracking: false },
 				},
 			],
-			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/failures.ts.
+			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/http/failures.ts.
 			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
 				const { status, body, headers } = toFailure(err);
 				// A failed read has no tag: the one onBeforeCall set named the answer it did not get.
@@ -202,19 +151,21 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			},
 		},
 		actions: {
-			// { status: "live" } while the process answers at all.
+			// { status: "live" } while the process answers at all: the answer of HEALTH_PORT's probe.
 			live: {
 				visibility: "published",
-				handler: () => ({ status: "live" }),
+				handler(this: Service, ctx: Context<unknown, ResponseMeta>) {
+					return health(this, ctx, "/health/live");
+				},
 			},
 
 			// { status: "ready" } once this node has started, reaches NATS (in a cluster), and every
-			// service its paths lead to answers, its store included; 503 otherwise.
+			// service its paths lead to answers, its store included; 503 { status: "not ready", msg,
+			// waitingFor } otherwise. The very answer of HEALTH_PORT's probe (middlewares/readiness).
 			ready: {
 				visibility: "published",
-				async handler(this: Service) {
-					if ((await readiness(this.broker)).ready) return { status: "ready" };
-					throw new Errors.ServiceNotAvailableError({ action: "api.ready", nodeID: this.broker.nodeID });
+				handler(this: Service, ctx: Context<unknown, ResponseMeta>) {
+					return health(this, ctx, "/health/ready");
 				},
 			},
 
@@ -234,13 +185,13 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				},
 			},
 
-			// The OpenAPI 3.1 document of every route above (lib/openapi.ts, services/api.docs.ts).
+			// The OpenAPI 3.1 document of every route above (lib/http/openapi.ts, services/api.docs.ts).
 			openapi: {
 				visibility: "published",
 				handler: () => document,
 			},
 
-			// The docs page's HTML (lib/docs-page.ts).
+			// The docs page's HTML (lib/http/docs-page.ts).
 			docsPage: {
 				visibility: "published",
 				handler: (ctx: Context<unknown, { $responseType?: string }>) => {

@@ -1,7 +1,7 @@
 import type { Context } from "moleculer";
-import { notFound, texts } from "../lib/errors";
-import { AUTHOR_SORT, effectivePage, listParams, pageableRule, sortKeys, type Page } from "../lib/page";
-import { idOf, text } from "../lib/params";
+import { notFound, texts } from "../lib/catalogue/errors";
+import { AUTHOR_SORT, effectivePage, listParams, pageableRule, sortKeys, type Page } from "../lib/catalogue/page";
+import { idOf, text } from "../lib/catalogue/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { deleting, referencedByGames } from "../mixins/referenced.mixin";

@@ -1,4 +1,4 @@
-import type { AuthorSortField, Pageable } from "../lib/page";
+import type { AuthorSortField, Pageable } from "../lib/catalogue/page";
 
 export interface Author {
 	id: string;

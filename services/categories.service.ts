@@ -1,6 +1,6 @@
 import type { Context } from "moleculer";
-import { notFound, texts } from "../lib/errors";
-import { filter, idOf, text } from "../lib/params";
+import { notFound, texts } from "../lib/catalogue/errors";
+import { filter, idOf, text } from "../lib/catalogue/params";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";

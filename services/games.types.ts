@@ -1,5 +1,5 @@
-import type { Missing } from "../lib/integrity";
-import type { GameSortField, Pageable } from "../lib/page";
+import type { Missing } from "../lib/integrity/integrity";
+import type { GameSortField, Pageable } from "../lib/catalogue/page";
 import type { Author } from "./authors.types";
 import type { Category } from "./categories.types";
 

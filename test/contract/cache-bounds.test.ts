@@ -1,7 +1,7 @@
 import { Cachers } from "moleculer";
-import { newId } from "../../lib/ids";
-import { MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache";
-import { MemoryBytesCacher } from "../../lib/memory-cacher";
+import { newId } from "../../lib/catalogue/ids";
+import { MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
+import { MemoryBytesCacher } from "../../lib/cache/memory-cacher";
 import { localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
 // What a client can make the cache hold (README, "Caching"): one entry per answer the actions

@@ -1,5 +1,6 @@
 import { Cachers } from "moleculer";
-import { MemoryBytesCacher } from "../../lib/memory-cacher";
+import { MemoryBytesCacher } from "../../lib/cache/memory-cacher";
+import { DATA_SERVICE_NAMES } from "../../lib/catalogue/services";
 import { eventCounter } from "../support/calls";
 import { localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
@@ -9,7 +10,7 @@ import { localService, startCatalogue, type Api, type Catalogue } from "../suppo
 let catalogue: Catalogue;
 let api: Api;
 
-const STORES = ["authors", "categories", "games"] as const;
+const STORES = DATA_SERVICE_NAMES;
 const READ_METHODS = ["find", "count", "findById", "findByIds", "findOne"];
 type Adapter = Record<string, (...args: unknown[]) => Promise<unknown>>;
 const adapterOf = (service: string) => localService<{ adapter: Adapter }>(catalogue, service).adapter;

@@ -1,5 +1,5 @@
 import type { Middleware, Service } from "moleculer";
-import { newId } from "../../lib/ids";
+import { newId } from "../../lib/catalogue/ids";
 import { forgetCachedAnswers, localService, startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 import { refusedPageables } from "../support/pageable";
 

@@ -1,4 +1,4 @@
-import { newId } from "../../lib/ids";
+import { newId } from "../../lib/catalogue/ids";
 import { INTERNALS, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 let catalogue: Catalogue;

@@ -1,5 +1,5 @@
 import { actionCounter } from "../support/calls";
-import { newId } from "../../lib/ids";
+import { newId } from "../../lib/catalogue/ids";
 import { forgetCachedAnswers, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
 // GET /game costs the same broker calls whatever the number of games: the list populates its

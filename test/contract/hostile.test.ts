@@ -3,6 +3,7 @@
 // FUZZ_SEED replays a run, FUZZ_RUNS sets its size.
 import { EventEmitter } from "node:events";
 import fc from "fast-check";
+import { DATA_SERVICE_NAMES, type DataServiceName } from "../../lib/catalogue/services";
 import { INTERNALS, localService, startCatalogue, within, type Api, type Catalogue } from "../support/catalogue";
 import {
 	describeWire,
@@ -29,8 +30,8 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** Fewer requests than this means the time limit cut a run short before it tested anything much. */
 const MINIMUM_REQUESTS = Math.ceil(RUNS / 5);
 
-const STORES = ["authors", "categories", "games"] as const;
-type StoreName = (typeof STORES)[number];
+const STORES = DATA_SERVICE_NAMES;
+type StoreName = DataServiceName;
 type StoredRecord = Record<string, unknown>;
 /** Every record as the storage holds it, bookkeeping fields (draft, deleting, change) included. */
 type Store = Record<StoreName, StoredRecord[]>;

@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import { connect } from "node:net";
 import type { Middleware } from "moleculer";
-import { newId } from "../../lib/ids";
+import { newId } from "../../lib/catalogue/ids";
 import { REQUEST_ARRIVAL_MS } from "../../services/api.service";
 import { localService, startCatalogue, type Answer, type Api, type Catalogue, type CatalogueOptions } from "../support/catalogue";
 

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
-import { readConfig } from "../../lib/config";
+import { readConfig } from "../../lib/config/config";
 import { dockerfileStages } from "../support/dockerfile";
 
 const root = path.resolve(__dirname, "../..");

@@ -3,7 +3,7 @@ import path from "node:path";
 import Redis from "ioredis";
 import { Cachers, ServiceBroker } from "moleculer";
 import { parse } from "yaml";
-import { cacherOptions, generationKey, NEXT_GENERATION } from "../../lib/cache";
+import { cacherOptions, generationKey, NEXT_GENERATION } from "../../lib/cache/cache";
 import { startRedis, type RedisServer } from "../support/redis";
 
 // The Redis of docker-compose.yml, started with the options its command gives: bounded in bytes,

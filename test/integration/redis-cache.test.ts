@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { ServiceBroker, type Middleware } from "moleculer";
-import { cacherOptions } from "../../lib/cache";
+import { cacherOptions } from "../../lib/cache/cache";
 import brokerOptions from "../../moleculer.config";
 import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { waitFor } from "../support/process";

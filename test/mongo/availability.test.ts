@@ -1,5 +1,5 @@
-import { readConfig } from "../../lib/config";
-import { describeStorage } from "../../mixins/db.mixin";
+import { readConfig } from "../../lib/config/config";
+import { describeStorage } from "../../lib/storage/adapter";
 import { testDatabaseName, withDatabase } from "./database";
 
 // The MongoDB project runs the whole HTTP contract against MONGO_URI. Without one it cannot run,

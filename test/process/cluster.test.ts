@@ -63,7 +63,7 @@ describe("four processes over NATS, one per service", () => {
 			unavailable,
 		);
 		// Deleting a category must ask games whether any refer to it: unable to, categories refuses
-		// as unavailable (lib/errors.ts errorHooks), and the category is kept.
+		// as unavailable (lib/catalogue/errors.ts errorHooks), and the category is kept.
 		expect(await api.delete(`/category/${category.id}`)).toMatchObject(unavailable);
 		expect(await api.get("/category")).toMatchObject({ status: 200, body: [category] });
 		expect(await api.get("/author")).toMatchObject({ status: 200, body: [author] });

@@ -1,4 +1,4 @@
-import type { ServiceName } from "../../lib/config";
+import type { ServiceName } from "../../lib/catalogue/services";
 import { within } from "../support/catalogue";
 import { startCluster, type Cluster } from "../support/cluster";
 import { HANG_MS, Load, send, show, type Outcome, type Ref, type Write } from "../support/load";

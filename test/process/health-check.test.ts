@@ -55,7 +55,10 @@ describe("the Dockerfile's health check, as compose runs it", () => {
 		await cluster.nodes.get("authors")!.stop();
 		await waitFor("the games node is unhealthy without authors", async () => !(await healthy(port)), [games]);
 		const answer = await fetch(`http://127.0.0.1:${port}/health/ready`);
-		expect({ status: answer.status, body: await answer.json() }).toMatchObject({ status: 503, body: { status: "not ready", waitingFor: ["authors"] } });
+		expect({ status: answer.status, body: await answer.json() }).toEqual({
+			status: 503,
+			body: { status: "not ready", msg: "The service is temporarily unavailable", waitingFor: ["authors"], nodeID: expect.any(String) },
+		});
 
 		cluster.start("authors");
 		await waitFor("the games node is healthy again", () => healthy(port), [games, cluster.nodes.get("authors")!], 30_000);

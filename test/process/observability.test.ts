@@ -1,5 +1,5 @@
 import { createServer, type Server } from "node:http";
-import { zipkinTraceId } from "../../lib/observability";
+import { zipkinTraceId } from "../../lib/observability/observability";
 import { startCluster, type Cluster } from "../support/cluster";
 import { freePort, startProcess, waitFor, type RunningCatalogue } from "../support/process";
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { texts } from "../../lib/errors";
+import { texts } from "../../lib/catalogue/errors";
 import { startProcess, type RunningCatalogue } from "../support/process";
 
 // A write refused for an id of a shape the service never issues is refused before anything is

@@ -27,7 +27,7 @@ test("data written through HTTP survives a restart of the process on the same da
 	} finally {
 		expect(await first.stop()).toBe(0);
 	}
-	// moleculer-db's NeDB update warned on every write (mixins/db.mixin.ts, useNeDbPromises).
+	// moleculer-db's NeDB update warned on every write (lib/storage/adapter.ts, useNeDbPromises).
 	expect(first.output()).not.toContain("DeprecationWarning");
 
 	const second = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });

@@ -2,11 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { Cachers, ServiceBroker, type BrokerOptions, type Middleware } from "moleculer";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
-import { cacherOptions, generationKey } from "../../lib/cache";
-import { config, SERVICE_NAMES, type ServiceName } from "../../lib/config";
+import { cacherOptions, generationKey } from "../../lib/cache/cache";
+import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
+import { config } from "../../lib/config/config";
 import brokerOptions from "../../moleculer.config";
 import { remoteReadsCache } from "../../middlewares/remote-cache.middleware";
-import { describeStorage } from "../../mixins/db.mixin";
+import { describeStorage } from "../../lib/storage/adapter";
 import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -17,7 +18,7 @@ import { startNats, type NatsServer } from "./nats";
  * How the services are laid out: all in one broker, or each in a broker of its own (its own
  * nodeID) over a NATS server the catalogue starts for itself, as a cluster runs them.
  */
-export const TOPOLOGIES = ["one-broker", "nats"] as const;
+const TOPOLOGIES = ["one-broker", "nats"] as const;
 export type Topology = (typeof TOPOLOGIES)[number];
 
 export interface Catalogue {
@@ -84,7 +85,7 @@ const SCHEMAS = {
 const START_TIMEOUT_MS = 20_000;
 
 /** The topology of this Jest project: CATALOGUE_TOPOLOGY, set from jest.config.js by support/env.ts. */
-export function projectTopology(): Topology {
+function projectTopology(): Topology {
 	const topology = process.env.CATALOGUE_TOPOLOGY || "one-broker";
 	if (!(TOPOLOGIES as readonly string[]).includes(topology))
 		throw new Error(`CATALOGUE_TOPOLOGY must be one of ${TOPOLOGIES.join(", ")}; got "${topology}"`);

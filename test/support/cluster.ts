@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { ServiceName } from "../../lib/config";
+import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
 import { Api } from "./catalogue";
 import { startNats, type NatsServer } from "./nats";
 import { answers, freePort, startNode, waitFor, type Node } from "./process";
@@ -30,7 +30,6 @@ export interface ClusterOptions {
 	env?: NodeJS.ProcessEnv;
 }
 
-const SERVICES: ServiceName[] = ["api", "authors", "categories", "games"];
 const START_MS = 30_000;
 
 /** Until the gateway reaches all three data services: each path needs one of them. */
@@ -77,7 +76,7 @@ export async function startCluster({ storage = "memory", env: extra = {} }: Clus
 	};
 
 	try {
-		for (const service of SERVICES) cluster.start(service);
+		for (const service of SERVICE_NAMES) cluster.start(service);
 		await cluster.ready();
 	} catch (err) {
 		await cluster.stop();

@@ -6,10 +6,10 @@ import http from "node:http";
 import fc from "fast-check";
 import { unknownIds } from "./catalogue";
 
-export type RecordKind = "category" | "author" | "game";
+type RecordKind = "category" | "author" | "game";
 
 /** The id of a record of the running catalogue, picked when the request is sent: records come and go during a run. */
-export class KnownId {
+class KnownId {
 	constructor(
 		readonly kind: RecordKind,
 		readonly pick: number,
@@ -21,7 +21,7 @@ export class KnownId {
 }
 
 /** JSON text sent as it is, where JSON.stringify cannot write it: a 400-digit number, `-0`, 5,000 levels of nesting, no JSON at all. */
-export class RawJson {
+class RawJson {
 	constructor(readonly text: string) {}
 
 	[fc.toStringMethod](): string {
@@ -30,13 +30,13 @@ export class RawJson {
 }
 
 /** A JSON value as a hostile client writes it; objects may have own `__proto__` keys (made by Object.fromEntries). */
-export type Hostile = null | boolean | number | string | KnownId | RawJson | Hostile[] | { [key: string]: Hostile };
+type Hostile = null | boolean | number | string | KnownId | RawJson | Hostile[] | { [key: string]: Hostile };
 
 /** A request body: a JSON value, bytes that are not UTF-8, or none. */
-export type Body = Hostile | Uint8Array | undefined;
+type Body = Hostile | Uint8Array | undefined;
 
 /** One query parameter as written in the URL: key and value already percent-encoded (or left raw on purpose). */
-export type QueryPair = [key: string, value: string | KnownId];
+type QueryPair = [key: string, value: string | KnownId];
 
 export interface HostileRequest {
 	/** The route aimed at, as the gateway's alias table writes it: "PUT /author/:id". */
@@ -67,7 +67,7 @@ export interface Reply {
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
 /** `bytes` as %XX escapes, unreserved ASCII kept. */
-export function percentEncodeBytes(bytes: Uint8Array): string {
+function percentEncodeBytes(bytes: Uint8Array): string {
 	return Array.from(bytes, byte => {
 		const char = String.fromCharCode(byte);
 		return UNRESERVED.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
@@ -75,7 +75,7 @@ export function percentEncodeBytes(bytes: Uint8Array): string {
 }
 
 /** `text` percent-encoded as UTF-8; unlike encodeURIComponent it never throws (a lone surrogate becomes U+FFFD). */
-export const percentEncode = (text: string): string => percentEncodeBytes(Buffer.from(text, "utf8"));
+const percentEncode = (text: string): string => percentEncodeBytes(Buffer.from(text, "utf8"));
 
 function idFor(id: KnownId, ids: Ids): string {
 	const candidates = ids[id.kind];
@@ -83,7 +83,7 @@ function idFor(id: KnownId, ids: Ids): string {
 }
 
 /** The JSON text of `value`, written by hand so own `__proto__` keys and raw number literals survive. */
-export function jsonText(value: Hostile, ids: Ids): string {
+function jsonText(value: Hostile, ids: Ids): string {
 	if (value instanceof RawJson) return value.text;
 	if (value instanceof KnownId) return JSON.stringify(idFor(value, ids));
 	if (Array.isArray(value)) return `[${value.map(item => jsonText(item, ids)).join(",")}]`;
@@ -151,11 +151,11 @@ const objectOf = (entries: [string, Hostile][]): Hostile => Object.fromEntries(e
 
 const word = fc.constantFrom("Knizia", "Catan", "Strategy", "German");
 
-export const controlCharacter = fc
+const controlCharacter = fc
 	.oneof(fc.integer({ min: 0x00, max: 0x1f }), fc.integer({ min: 0x7f, max: 0x9f }))
 	.map(code => String.fromCharCode(code));
 
-export const loneSurrogate = fc
+const loneSurrogate = fc
 	.oneof(fc.integer({ min: 0xd800, max: 0xdbff }), fc.integer({ min: 0xdc00, max: 0xdfff }))
 	.map(code => String.fromCharCode(code));
 
@@ -178,7 +178,7 @@ const trickyText = fc.constantFrom(
 );
 
 /** Full Unicode, printable or not, control characters and lone surrogates included. */
-export const unicodeText: fc.Arbitrary<string> = fc.oneof(
+const unicodeText: fc.Arbitrary<string> = fc.oneof(
 	fc.string({ unit: "grapheme", minLength: 1, maxLength: 30 }),
 	fc.string({ unit: "binary", minLength: 1, maxLength: 30 }),
 	trickyText,
@@ -189,7 +189,7 @@ export const unicodeText: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Texts around the length limits (100 and 200) and far beyond them, up to `maxLength` UTF-16 units. */
-export const longText = (maxLength: number): fc.Arbitrary<string> =>
+const longText = (maxLength: number): fc.Arbitrary<string> =>
 	fc
 		.tuple(
 			fc.oneof(fc.constantFrom(99, 100, 101, 199, 200, 201), fc.integer({ min: 202, max: maxLength })),
@@ -198,7 +198,7 @@ export const longText = (maxLength: number): fc.Arbitrary<string> =>
 		.map(([length, unit]) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length));
 
 /** Strings that a lax number parser takes for numbers, or for something else. */
-export const numericText = fc.constantFrom(
+const numericText = fc.constantFrom(
 	"NaN",
 	"Infinity",
 	"-Infinity",
@@ -222,7 +222,7 @@ export const numericText = fc.constantFrom(
 );
 
 /** Numbers at and beyond the edges of doubles; RawJson for literals JSON.stringify cannot write. */
-export const hugeNumber = fc.constantFrom<Hostile>(
+const hugeNumber = fc.constantFrom<Hostile>(
 	1e308,
 	-1e308,
 	2 ** 53 + 2,
@@ -241,7 +241,7 @@ export const hugeNumber = fc.constantFrom<Hostile>(
 );
 
 /** Query operators of the stores, where an id or a text belongs. */
-export const operatorObject = fc.constantFrom<Hostile>(
+const operatorObject = fc.constantFrom<Hostile>(
 	{ $ne: null },
 	{ $gt: "" },
 	{ $regex: ".*" },
@@ -251,7 +251,7 @@ export const operatorObject = fc.constantFrom<Hostile>(
 );
 
 /** A value of the wrong type for whatever field it lands in. */
-export const wrongType: fc.Arbitrary<Hostile> = fc.oneof(
+const wrongType: fc.Arbitrary<Hostile> = fc.oneof(
 	fc.integer(),
 	fc.double(),
 	fc.boolean(),
@@ -263,7 +263,7 @@ export const wrongType: fc.Arbitrary<Hostile> = fc.oneof(
 	operatorObject,
 );
 
-export const prototypeKey = fc.constantFrom("__proto__", "constructor", "prototype");
+const prototypeKey = fc.constantFrom("__proto__", "constructor", "prototype");
 
 /** What a pollution attempt tries to put on Object.prototype; the test looks for any new key. */
 const pollutionMark: Hostile = { fuzzPolluted: "yes", isAdmin: true };
@@ -272,11 +272,11 @@ const pollutionMark: Hostile = { fuzzPolluted: "yes", isAdmin: true };
  * `inner` under a `__proto__`, `constructor.prototype` or `prototype` key: a careless merge walks
  * into Object.prototype, or takes the fields from the prototype that the body does not carry.
  */
-export const underPrototypeKey = (inner: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> =>
+const underPrototypeKey = (inner: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> =>
 	fc.tuple(prototypeKey, inner).map(([key, value]) => objectOf([[key, key === "constructor" ? objectOf([["prototype", value]]) : value]]));
 
 /** 10 to 5,000 levels of `[` or `{"a":` (31 to 33 around the expected limit of 32), closed or not, well under the 100 kB body limit. */
-export const deepNesting: fc.Arbitrary<RawJson> = fc
+const deepNesting: fc.Arbitrary<RawJson> = fc
 	.tuple(fc.oneof(fc.constantFrom(31, 32, 33), fc.integer({ min: 10, max: 5000 })), fc.constantFrom(["[", "]"], ['{"a":', "}"], ['{"a":[', "]}"]), fc.boolean())
 	.map(([levels, [open, close], closed]) => new RawJson(open.repeat(levels) + "1" + (closed ? close.repeat(levels) : "")));
 
@@ -285,7 +285,7 @@ const fieldNames = fc.constantFrom("id", "name", "nationality", "title", "age", 
 const anyKey = fc.oneof(prototypeKey, fieldNames, fc.constantFrom("", "$ne", "$where", "0", "length", "toString", "hasOwnProperty", "valueOf"), fc.string({ maxLength: 6 }));
 
 /** Random JSON whose keys are prototype keys, field names or anything. */
-export const hostileJson: fc.Arbitrary<Hostile> = fc.letrec<{ node: Hostile }>(tie => ({
+const hostileJson: fc.Arbitrary<Hostile> = fc.letrec<{ node: Hostile }>(tie => ({
 	node: fc.oneof(
 		{ depthSize: "small", withCrossShrink: true },
 		fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null)),
@@ -295,7 +295,7 @@ export const hostileJson: fc.Arbitrary<Hostile> = fc.letrec<{ node: Hostile }>(t
 })).node;
 
 /** Anything hostile a field may receive. */
-export const hostileValue: fc.Arbitrary<Hostile> = fc.oneof(
+const hostileValue: fc.Arbitrary<Hostile> = fc.oneof(
 	wrongType,
 	hugeNumber,
 	numericText,
@@ -316,7 +316,7 @@ const asArray = (arbitrary: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> => arb
  * An object with `fields`, each sometimes missing, sometimes joined by extra fields (prototype keys
  * among them), and sometimes sent only under a prototype key.
  */
-export function hostileObject(fields: Record<string, fc.Arbitrary<Hostile>>): fc.Arbitrary<Hostile> {
+function hostileObject(fields: Record<string, fc.Arbitrary<Hostile>>): fc.Arbitrary<Hostile> {
 	const entries = Object.entries(fields).map(([key, value]) =>
 		fc.option(value, { nil: undefined, freq: 8 }).map(present => [key, present] as [string, Hostile | undefined]),
 	);
@@ -327,10 +327,10 @@ export function hostileObject(fields: Record<string, fc.Arbitrary<Hostile>>): fc
 	return fc.oneof({ weight: 10, arbitrary: object }, { weight: 1, arbitrary: underPrototypeKey(object) });
 }
 
-export const knownId = (kind: RecordKind): fc.Arbitrary<KnownId> => fc.nat({ max: 1000 }).map(pick => new KnownId(kind, pick));
+const knownId = (kind: RecordKind): fc.Arbitrary<KnownId> => fc.nat({ max: 1000 }).map(pick => new KnownId(kind, pick));
 
 /** Ids no record has: the shapes of catalogue.ts, prototype names, operators, full Unicode, numbers, long ones. */
-export const strangeId: fc.Arbitrary<string> = fc.oneof(
+const strangeId: fc.Arbitrary<string> = fc.oneof(
 	fc.constantFrom(...unknownIds.map(([, id]) => id), "__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf", "$ne", " ", "null"),
 	unicodeText,
 	numericText,
@@ -338,7 +338,7 @@ export const strangeId: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Names, nationalities and titles: plain ones (which must work) and ones in every corner of Unicode. */
-export const plausibleText: fc.Arbitrary<string> = fc.oneof(
+const plausibleText: fc.Arbitrary<string> = fc.oneof(
 	{ weight: 3, arbitrary: fc.constantFrom("Reiner Knizia", "German", "Tigris & Euphrates", "Strategy", "  padded  ", "O'Brien \"Bob\" <b>&amp;") },
 	{ weight: 2, arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }) },
 	{ weight: 2, arbitrary: unicodeText },
@@ -435,13 +435,13 @@ const body = (expected: fc.Arbitrary<Hostile>): fc.Arbitrary<Body> =>
 const bodyOf = (expected: Record<string, fc.Arbitrary<Hostile>>, hostile: Record<string, fc.Arbitrary<Hostile>>): fc.Arbitrary<Body> =>
 	body(fc.oneof(fc.record(expected), hostileObject(hostile)));
 
-export const categoryBody = bodyOf({ name: plausibleText }, { name: field(plausibleText) });
-export const authorBody = bodyOf({ name: plausibleText, nationality: plausibleText }, { name: field(plausibleText), nationality: field(plausibleText) });
-export const gameBody = bodyOf(
+const categoryBody = bodyOf({ name: plausibleText }, { name: field(plausibleText) });
+const authorBody = bodyOf({ name: plausibleText, nationality: plausibleText }, { name: field(plausibleText), nationality: field(plausibleText) });
+const gameBody = bodyOf(
 	{ title: plausibleText, age: plausibleAge, category: reference("category"), author: reference("author") },
 	{ title: field(plausibleText), age: field(plausibleAge), category: field(hostileReference("category")), author: field(hostileReference("author")) },
 );
-export const authorPageBody = bodyOf({ pageable }, { pageable: field(hostilePageable) });
+const authorPageBody = bodyOf({ pageable }, { pageable: field(hostilePageable) });
 
 /** moleculer-db's own parameters (fields, populate, mapping, query...), which a body may try to slip into a read. */
 const storageParams = body(
@@ -462,7 +462,7 @@ const strayBody: fc.Arbitrary<Body> = fc.oneof(
 );
 
 /** Regular expressions for the game list's title filter: catastrophic backtracking, syntax RE2 refuses, broken ones, random ones, long ones. */
-export const titlePattern: fc.Arbitrary<string> = fc.oneof(
+const titlePattern: fc.Arbitrary<string> = fc.oneof(
 	fc.constantFrom(
 		"(a+)+$",
 		"(a|aa)+$",

@@ -1,6 +1,6 @@
 import { ServiceBroker } from "moleculer";
-import { config } from "../../lib/config";
-import { loggerOptions } from "../../lib/observability";
+import { config } from "../../lib/config/config";
+import { loggerOptions } from "../../lib/observability/observability";
 import { apiService } from "../../services/api.service";
 import { gatewayApi } from "../support/catalogue";
 import { waitFor } from "../support/process";

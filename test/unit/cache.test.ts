@@ -1,6 +1,6 @@
 import { ServiceBroker, type ActionSchema } from "moleculer";
-import { answerKey, answerTag, cacherOptions, generationStamp, KEY_JSON_LENGTH, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache";
-import { answerBytes, MemoryBytesCacher } from "../../lib/memory-cacher";
+import { answerKey, answerTag, cacherOptions, generationStamp, KEY_JSON_LENGTH, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
+import { answerBytes, MemoryBytesCacher } from "../../lib/cache/memory-cacher";
 import { cachedFrom, cacheKey } from "../../mixins/cache.mixin";
 
 const MB = 1024 * 1024;

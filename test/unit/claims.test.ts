@@ -1,6 +1,6 @@
 import { ServiceBroker } from "moleculer";
 import { MemoryAdapter } from "moleculer-db";
-import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/claims";
+import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/integrity/claims";
 import { stillPending } from "../support/catalogue";
 
 // Claims against a real NeDB datastore (moleculer-db's MemoryAdapter), the store the services use.

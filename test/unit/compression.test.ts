@@ -1,5 +1,5 @@
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
-import { chosenEncoding, compress } from "../../lib/compression";
+import { chosenEncoding, compress } from "../../lib/http/compression";
 
 describe("chosenEncoding", () => {
 	test.each([

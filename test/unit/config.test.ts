@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ConfigError, readConfig } from "../../lib/config";
+import { ConfigError, readConfig } from "../../lib/config/config";
 
 describe("readConfig", () => {
 	test("defaults: port 3000, ./data, NeDB files, one process, info logs", () => {

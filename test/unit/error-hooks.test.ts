@@ -1,5 +1,5 @@
 import { Errors, type Context, type Service, type ServiceBroker } from "moleculer";
-import { CatalogueError, errorHooks, notFound, storageFailure, texts } from "../../lib/errors";
+import { CatalogueError, errorHooks, notFound, storageFailure, texts } from "../../lib/catalogue/errors";
 
 const hooks = errorHooks({
 	notFound: notFound(texts.authorNotFound),

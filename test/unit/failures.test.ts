@@ -1,7 +1,7 @@
 import { Errors } from "moleculer";
 import ApiGateway from "moleculer-web";
-import { CatalogueError, texts } from "../../lib/errors";
-import { toFailure } from "../../lib/failures";
+import { CatalogueError, texts } from "../../lib/catalogue/errors";
+import { toFailure } from "../../lib/http/failures";
 
 /** An error as another node hands it back: a plain Error carrying the original's fields. */
 function fromAnotherNode(err: Errors.MoleculerError): Error {

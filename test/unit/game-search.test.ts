@@ -1,5 +1,5 @@
-import { CatalogueError } from "../../lib/errors";
-import { gameSearch } from "../../lib/game-search";
+import { CatalogueError } from "../../lib/catalogue/errors";
+import { gameSearch } from "../../lib/catalogue/game-search";
 
 const visible = { draft: { $exists: false } };
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
-import { carriesToken, answerClientError } from "../../lib/http-guards";
-import { dropPrototypeKeys, isNestedDeeperThan } from "../../lib/json";
+import { carriesToken, answerClientError } from "../../lib/http/http-guards";
+import { dropPrototypeKeys, isNestedDeeperThan } from "../../lib/http/json";
 
 describe("carriesToken", () => {
 	const token = "0123456789abcdef-token";

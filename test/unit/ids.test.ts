@@ -1,4 +1,4 @@
-import { newId } from "../../lib/ids";
+import { newId } from "../../lib/catalogue/ids";
 
 describe("newId", () => {
 	test("ids are strings that sort in creation order, even within one millisecond", () => {

@@ -1,4 +1,4 @@
-import { orphans, referringTo } from "../../lib/integrity";
+import { orphans, referringTo } from "../../lib/integrity/integrity";
 
 const game = (id: string, category: string, author: string) => ({ id, title: `Game ${id}`, category, author });
 

@@ -6,12 +6,12 @@ import unset from "lodash/unset";
 import { Errors, ServiceBroker, type Service } from "moleculer";
 import { MemoryAdapter } from "moleculer-db";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
-import { config } from "../../lib/config";
-import { texts } from "../../lib/errors";
-import { newId } from "../../lib/ids";
-import { ID_SHAPE } from "../../lib/params";
+import { config } from "../../lib/config/config";
+import { texts } from "../../lib/catalogue/errors";
+import { newId } from "../../lib/catalogue/ids";
+import { ID_SHAPE } from "../../lib/catalogue/params";
 import brokerOptions from "../../moleculer.config";
-import { createAdapter, describeStorage } from "../../mixins/db.mixin";
+import { createAdapter, describeStorage } from "../../lib/storage/adapter";
 import ApiService from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -20,8 +20,8 @@ import { gatewayApi, unknownIds, type Api } from "../support/catalogue";
 
 // The services read their storage from the configuration when they are created: this file's
 // configuration is the one a node with MONGO_URI set reads at boot. Hoisted above the imports.
-jest.mock("../../lib/config", () => {
-	const actual = jest.requireActual("../../lib/config");
+jest.mock("../../lib/config/config", () => {
+	const actual = jest.requireActual("../../lib/config/config");
 	return { ...actual, config: actual.readConfig({ ...process.env, MONGO_URI: "mongodb://mongo.invalid:27017/catalogue" }) };
 });
 

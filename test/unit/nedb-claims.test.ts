@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Service } from "moleculer";
-import { createAdapter } from "../../mixins/db.mixin";
+import { createAdapter } from "../../lib/storage/adapter";
 
 // A record that carries a claim or a draft mark is not written to its NeDB file: the file is this
 // process's alone, and a crash ends every claim it held (README, "What a crash can and cannot lose").

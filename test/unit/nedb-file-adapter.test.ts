@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Service } from "moleculer";
 import DbService from "moleculer-db";
-import { COMPACTION_FLOOR } from "../../lib/nedb-files";
-import { createAdapter, type Store } from "../../mixins/db.mixin";
+import { createAdapter } from "../../lib/storage/adapter";
+import { COMPACTION_FLOOR } from "../../lib/storage/nedb-files";
+import type { Store } from "../../mixins/db.mixin";
 
 // The NeDB file adapter createAdapter gives without MONGO_URI, in a broker of its own, on a data
 // folder of each test's own.
@@ -48,7 +49,7 @@ describe("compaction while the service runs", () => {
 		const categories = await startCategories();
 		const { _id } = await categories.adapter.insert({ name: "Euro" });
 		const oneLine = statSync(file()).size;
-		// What moleculer-db's update becomes in the services (db.mixin.ts, useNeDbPromises).
+		// What moleculer-db's update becomes in the services (lib/storage/adapter.ts, useNeDbPromises).
 		for (let n = 0; n < 3000; n++) await categories.adapter.db.updateAsync({ _id }, { $set: { name: `Euro ${n % 10}` } }, {});
 		await broker.stop();
 		expect(lines()).toBeLessThanOrEqual(COMPACTION_FLOOR + 1);

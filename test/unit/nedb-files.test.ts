@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { compactionDue, cutTornTail, damagedFileText, escapeLineBreaks, firstUnreadableLine, tornTailText } from "../../lib/nedb-files";
+import { compactionDue, cutTornTail, damagedFileText, escapeLineBreaks, firstUnreadableLine, tornTailText } from "../../lib/storage/nedb-files";
 
 const dir = mkdtempSync(path.join(tmpdir(), "catalogue-nedb-files-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Service } from "moleculer";
-import { createAdapter, dropIndexes } from "../../mixins/db.mixin";
+import { createAdapter, dropIndexes } from "../../lib/storage/adapter";
 
 // A games.db written before NeDB's indexes on category and author were dropped still records
 // them, and NeDB creates again every index its file records: they are removed at start.

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { format } from "node:util";
 import { ServiceBroker, type BrokerOptions } from "moleculer";
-import { accessEntry } from "../../lib/access-log";
-import { jsonLogLine, loggerOptions, metricsOptions, textFields, tracingOptions, zipkinTraceId } from "../../lib/observability";
+import { accessEntry } from "../../lib/http/access-log";
+import { jsonLogLine, loggerOptions, metricsOptions, textFields, tracingOptions, zipkinTraceId } from "../../lib/observability/observability";
 
 describe("broker options from the configuration", () => {
 	test("metrics: Prometheus on METRICS_PORT at /metrics, or nothing", () => {

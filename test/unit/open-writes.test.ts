@@ -1,5 +1,5 @@
 import { ServiceBroker } from "moleculer";
-import { config } from "../../lib/config";
+import { config } from "../../lib/config/config";
 import { apiService, OPEN_WRITES_WARNING, type GatewayOptions } from "../../services/api.service";
 
 // Open writes are a choice, not an accident: in production the gateway says so at start (README, Security).

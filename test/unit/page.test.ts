@@ -9,7 +9,7 @@ import {
 	pageSlice,
 	pageableRule,
 	sortKeys,
-} from "../../lib/page";
+} from "../../lib/catalogue/page";
 
 describe("effectivePage", () => {
 	test("keeps a given page number and size", () => {

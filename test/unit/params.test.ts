@@ -1,7 +1,7 @@
 import Validator from "fastest-validator";
-import { texts } from "../../lib/errors";
-import { newId } from "../../lib/ids";
-import { idOf, referenceTo, text, wholeNumber } from "../../lib/params";
+import { texts } from "../../lib/catalogue/errors";
+import { newId } from "../../lib/catalogue/ids";
+import { idOf, referenceTo, text, wholeNumber } from "../../lib/catalogue/params";
 
 const validator = new Validator({ useNewCustomCheckerFunction: true });
 const check = (rule: object, value: unknown) => {
@@ -100,7 +100,7 @@ describe("ids and references", () => {
 		expect(check(idOf(texts.authorNotFound), id).result).toEqual([expect.objectContaining(unknown)]);
 	});
 
-	test("the ids lib/ids.ts issues have that shape", () => {
+	test("the ids lib/catalogue/ids.ts issues have that shape", () => {
 		for (let i = 0; i < 100; i++) expect(check(idOf(texts.authorNotFound), newId()).result).toBe(true);
 	});
 });

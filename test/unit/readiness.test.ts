@@ -1,12 +1,15 @@
 import { createServer } from "node:net";
 import { ServiceBroker } from "moleculer";
+import { texts } from "../../lib/catalogue/errors";
+import { config } from "../../lib/config/config";
 import { readinessProbe } from "../../middlewares/readiness.middleware";
+import { apiService } from "../../services/api.service";
 import { startNats, type NatsServer } from "../support/nats";
 import { freePort } from "../support/process";
 
 interface Probe {
 	status: number;
-	body: { status: string; nodeID: string; waitingFor?: string[] };
+	body: { status: string; nodeID: string; msg?: string; waitingFor?: string[] };
 }
 
 /** What the probe's `path` answers, or undefined while nothing listens on the port. */
@@ -55,7 +58,7 @@ describe("readiness probe of a node without a transporter", () => {
 		broker.createService({ name: "slow", started: () => starting.opened, stopped: () => stopping.opened });
 		try {
 			const started = broker.start();
-			expect(await probeUntil(port, 503)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["node"], nodeID: "probe-local" } });
+			expect(await probeUntil(port, 503)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["node"], nodeID: "probe-local" } });
 			expect(await probe(port, "/health/live")).toEqual({ status: 200, body: { status: "live", nodeID: "probe-local" } });
 			starting.open();
 			await started;
@@ -109,12 +112,36 @@ describe("readiness of a node with catalogue services", () => {
 		broker.createService(service("games", () => gamesStoreAnswers));
 		await broker.start();
 		try {
-			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["categories", "games"], nodeID: "probe-needs" } });
+			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["categories", "games"], nodeID: "probe-needs" } });
 			broker.createService(service("categories", () => true));
 			await broker.waitForServices("categories", 5000);
-			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["games"], nodeID: "probe-needs" } });
+			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games"], nodeID: "probe-needs" } });
 			gamesStoreAnswers = true;
 			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-needs" } });
+		} finally {
+			await broker.stop();
+		}
+	});
+});
+
+describe("the gateway's health paths", () => {
+	test("answer exactly as the probe of the gateway's node does, 503 included", async () => {
+		const [probePort, gatewayPort] = [await freePort(), await freePort()];
+		const broker = new ServiceBroker({ nodeID: "probe-gateway", logger: false, middlewares: [readinessProbe(probePort)] });
+		let gamesStoreAnswers = false;
+		for (const name of ["authors", "categories", "games"])
+			broker.createService({ name, actions: { ready: () => (name !== "games" || gamesStoreAnswers ? { status: "ready" } : Promise.reject(new Error("disk unavailable"))) } });
+		broker.createService(apiService({ ...config, port: gatewayPort }));
+		await broker.start();
+		const both = async (path: string) => [await probe(probePort, path), await probe(gatewayPort, path)];
+		try {
+			const notReady = { status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games"], nodeID: "probe-gateway" } };
+			expect(await both("/health/ready")).toEqual([notReady, notReady]);
+			const live = { status: 200, body: { status: "live", nodeID: "probe-gateway" } };
+			expect(await both("/health/live")).toEqual([live, live]);
+			gamesStoreAnswers = true;
+			const ready = { status: 200, body: { status: "ready", nodeID: "probe-gateway" } };
+			expect(await both("/health/ready")).toEqual([ready, ready]);
 		} finally {
 			await broker.stop();
 		}
@@ -160,7 +187,7 @@ describe("readiness probe of a node in a cluster", () => {
 	test("503 while the NATS server is down, 200 again once the node has reconnected", async () => {
 		await nats.stop();
 		try {
-			expect(await probeUntil(port, 503, 5000)).toEqual({ status: 503, body: { status: "not ready", waitingFor: ["node"], nodeID: "probe-cluster" } });
+			expect(await probeUntil(port, 503, 5000)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["node"], nodeID: "probe-cluster" } });
 		} finally {
 			// Back in any case: stopping a broker whose NATS connection is down fails half-way.
 			await nats.start();

@@ -1,4 +1,4 @@
-import { compileTitleFilter, type TitleFilter } from "../../lib/title-filter";
+import { compileTitleFilter, type TitleFilter } from "../../lib/catalogue/title-filter";
 
 /** The compiled filter, failing the test if the pattern was refused. */
 function compiled(pattern: string): TitleFilter {

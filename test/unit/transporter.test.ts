@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ConfigError } from "../../lib/config";
-import { natsFiles, natsOptions } from "../../lib/transporter";
+import { ConfigError } from "../../lib/config/config";
+import { natsFiles, natsOptions } from "../../lib/config/transporter";
 
 const dir = mkdtempSync(path.join(tmpdir(), "catalogue-transporter-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,4 +1,4 @@
-import { HIDDEN, hideCredentials, secretsIn, withoutSecrets } from "../../lib/uris";
+import { HIDDEN, hideCredentials, secretsIn, withoutSecrets } from "../../lib/config/uris";
 
 describe("hideCredentials", () => {
 	test.each([

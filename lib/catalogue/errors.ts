@@ -75,7 +75,7 @@ export interface FailureTexts {
 /**
  * moleculer's errors for a call that never reached its service, or got no answer in time: the
  * request is not at fault and may be sent again, so they pass on and the gateway answers 503 or
- * 504 (lib/failures.ts), not a 400 as if the request were wrong.
+ * 504 (lib/http/failures.ts), not a 400 as if the request were wrong.
  */
 const UNREACHABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "RequestRejectedError", "RequestTimeoutError", "QueueIsFullError"]);
 
@@ -94,7 +94,7 @@ export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksEr
 			if (err.name === "EntityNotFoundError") throw notFound();
 			if (err instanceof Errors.MoleculerClientError && err.type !== STORAGE_FAILURE) throw err;
 			if (isUnreachable(err.name)) throw err;
-			// With the request's id (lib/access-log.ts logs it on the gateway): the failure is found from it.
+			// With the request's id (lib/http/access-log.ts logs it on the gateway): the failure is found from it.
 			this.logger.error({ requestId: ctx.requestID ?? undefined }, `${ctx.action?.name ?? action} failed:`, err.message);
 			throw storageFailure(text);
 		};

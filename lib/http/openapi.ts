@@ -5,7 +5,7 @@
  */
 import Validator from "fastest-validator";
 import cloneDeep from "lodash/cloneDeep";
-import { texts } from "./errors";
+import { texts } from "../catalogue/errors";
 import { objectSchema, ruleFields, textRuleSchema, type JsonSchema, type Params } from "./json-schema";
 
 /** One route of the gateway: its path and its alias table ("PUT /game/:id": "games.update"). */

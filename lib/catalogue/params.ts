@@ -22,7 +22,7 @@ export const text = (max: number) =>
 /** An optional text filter (query string). */
 export const filter = (max: number) => ({ type: "string", optional: true, max }) as const;
 
-/** The shape of every id the service issues (lib/ids.ts): a ULID, 26 characters of Crockford's base 32. */
+/** The shape of every id the service issues (lib/catalogue/ids.ts): a ULID, 26 characters of Crockford's base 32. */
 export const ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /**
@@ -43,7 +43,7 @@ export const referenceTo = (unknown: ErrorText) =>
 /**
  * A whole number given as a JSON number or a numeric string, converted to a number.
  * Anything else (booleans, arrays, "", "abc", 12.5) fails with fastest-validator's own messages.
- * `wholeNumber` says the same to readers of the rule (lib/openapi.ts documents it from there);
+ * `wholeNumber` says the same to readers of the rule (lib/http/openapi.ts documents it from there);
  * fastest-validator ignores it.
  */
 export function wholeNumber(min: number, max: number) {

@@ -4,19 +4,19 @@ import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
 import helmet from "helmet";
 import ApiGateway from "moleculer-web";
-import { texts } from "./errors";
+import { texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 
 /** Connect-style middleware, as moleculer-web runs them in a route's `use`. */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 /** The longest URL served: room for a 200-character title filter of 4-byte characters, percent-encoded, and an id. */
-export const MAX_URL_LENGTH = 4096;
+const MAX_URL_LENGTH = 4096;
 
 /** The deepest JSON body accepted; the deepest the catalogue reads is 4 (`pageable.sort[0].property`). */
-export const MAX_JSON_DEPTH = 32;
+const MAX_JSON_DEPTH = 32;
 
-/** A refused request: a 4xx whose message the gateway sends as `msg` (lib/failures.ts). */
+/** A refused request: a 4xx whose message the gateway sends as `msg` (lib/http/failures.ts). */
 const refused = (status: number, text: string, type: string) => new Errors.MoleculerClientError(text, status, type);
 
 /** 414 for a URL longer than MAX_URL_LENGTH, before the action sees any of it. */
@@ -25,7 +25,7 @@ export const limitUrlLength: Middleware = (req, _res, next) =>
 
 /**
  * 400 for a parsed body nested deeper than MAX_JSON_DEPTH (passing it between nodes would recurse
- * that deep); otherwise drops the keys that name Object.prototype's members (lib/json.ts) before
+ * that deep); otherwise drops the keys that name Object.prototype's members (lib/http/json.ts) before
  * the gateway copies the body into the params.
  */
 export const checkJsonBody: Middleware = (req, _res, next) => {

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { format, inspect } from "node:util";
 import { Loggers, TracerExporters, type BrokerOptions, type TracerOptions } from "moleculer";
-import type { CatalogueConfig } from "./config";
+import type { CatalogueConfig } from "../config/config";
 
 /** Where Prometheus scrapes a node: METRICS_PORT, this path. */
-export const METRICS_PATH = "/metrics";
+const METRICS_PATH = "/metrics";
 
 /** Prometheus at METRICS_PORT; off without it (nodes sharing a machine would fight over one port). */
 export function metricsOptions({ metricsPort }: Pick<CatalogueConfig, "metricsPort">): BrokerOptions["metrics"] {

@@ -10,7 +10,7 @@ import {
 	isDamagedFile,
 	keepLine,
 	tornTailText,
-} from "../lib/nedb-files";
+} from "./nedb-files";
 
 /** NeDB's own serialization of a record into one line (its `model` module, which it does not export by name). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -33,7 +33,7 @@ interface Attached {
 /**
  * Keeps a data file bounded while the service runs: NeDB appends a line per changed record and
  * compacts only when it loads a file, so a record updated all day would grow its file all day.
- * It takes over NeDB's `persistNewStateAsync`, rather than wrapping the calls of db.mixin.ts:
+ * It takes over NeDB's `persistNewStateAsync`, rather than wrapping the calls of adapter.ts:
  * every write reaches it (insert, update, remove, index changes, through moleculer-db or
  * `adapter.*` alike) with exactly the lines it appends, inside NeDB's queue; the lines are written
  * by `Appender`. It is internal to NeDB 3; were it renamed, the compaction tests would fail.
@@ -136,7 +136,7 @@ export class NeDbFileAdapter extends MemoryAdapter {
 	private dataFile: DataFile | undefined;
 
 	/**
-	 * `claims`: the fields that mark a write in progress (lib/claims.ts, a game's draft). A record
+	 * `claims`: the fields that mark a write in progress (lib/integrity/claims.ts, a game's draft). A record
 	 * that carries one is not written to the file: only this process reads the file, and a crash
 	 * ends every claim it held, so the file needs only the record before the claim and after it.
 	 * A game update or create then appends one line instead of two.

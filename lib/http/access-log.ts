@@ -2,12 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Logger, MetricRegistry } from "moleculer";
 
 /** HTTP requests answered, per method, alias path and status (Prometheus: catalogue_http_requests_total). */
-export const HTTP_REQUESTS = "catalogue.http.requests.total";
+const HTTP_REQUESTS = "catalogue.http.requests.total";
 /** How long the answers took, in milliseconds, with the same labels (catalogue_http_request_time). */
-export const HTTP_REQUEST_TIME = "catalogue.http.request.time";
+const HTTP_REQUEST_TIME = "catalogue.http.request.time";
 
 /** The `path` label of a request no alias matched (a 404, or one refused before routing). */
-export const UNROUTED = "none";
+const UNROUTED = "none";
 
 /** What the gateway says of a request once it has ended. */
 export interface AccessEntry {
@@ -22,7 +22,7 @@ export interface AccessEntry {
 	aborted?: true;
 }
 
-/** The fields that tie a log line to its request: the id lib/http-guards.ts gave it. */
+/** The fields that tie a log line to its request: the id lib/http/http-guards.ts gave it. */
 export const requestFields = (req: IncomingMessage) => ({ requestId: req.headers["x-request-id"] as string | undefined });
 
 /** moleculer-web's notes on a request: its URL before routing and the alias it matched. */

@@ -3,7 +3,7 @@ import { compileTitleFilter, type TitleFilter } from "./title-filter";
 
 /**
  * A search of the games (GET /game and POST /game): what the store selects, and the title test
- * that runs in the service, since the store has no RE2 (lib/title-filter.ts).
+ * that runs in the service, since the store has no RE2 (lib/catalogue/title-filter.ts).
  */
 export interface GameSearch {
 	/** The visible games, of the category when one is given. */

@@ -1,6 +1,6 @@
-import { isUnreachable, texts } from "./errors";
+import { isUnreachable, texts } from "../catalogue/errors";
 
-export interface FieldError {
+interface FieldError {
 	field: string;
 	message: string;
 	type: string;

@@ -64,7 +64,7 @@ export function withoutSecrets(value: unknown): unknown {
 
 /**
  * The passwords and tokens written in these URIs (or lists of URIs), as written and decoded: what
- * the log must never show (lib/observability.ts).
+ * the log must never show (lib/observability/observability.ts).
  */
 export function secretsIn(...uris: (string | null | undefined)[]): string[] {
 	const secrets = uris.flatMap(list =>

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { SERVICE_NAMES, type ServiceName } from "../catalogue/services";
 
 /** Everything the catalogue reads from the environment, read and checked once at start-up. */
 export interface CatalogueConfig {
@@ -60,9 +61,6 @@ export interface RateLimit {
 	limit: number;
 	windowMs: number;
 }
-
-export const SERVICE_NAMES = ["api", "authors", "categories", "games"] as const;
-export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 

@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import type { BrokerOptions } from "moleculer";
 import { LRUCache } from "lru-cache";
 import stringify from "safe-stable-stringify";
-import type { CatalogueConfig } from "./config";
+import type { CatalogueConfig } from "../config/config";
 import { MemoryBytesCacher } from "./memory-cacher";
 
 /**
@@ -12,7 +12,7 @@ import { MemoryBytesCacher } from "./memory-cacher";
 export const MEMORY_CACHE_ENTRY_SHARE = 1 / 8;
 
 /** How long an answer stays in Redis (seconds). Writes make it unreachable long before that. */
-export const REDIS_CACHE_TTL = 3600;
+const REDIS_CACHE_TTL = 3600;
 
 /**
  * The cacher the configuration asks for (README, "Caching"): Redis, shared by every node, when
@@ -58,9 +58,6 @@ export function answerTag(key: string, epoch: string): string {
 	if (tag === undefined) recentTags.set(named, (tag = `W/"${hash("sha256", named, "base64url").slice(0, 27)}"`));
 	return tag;
 }
-
-/** The services whose records are cached, each with a generation (README, "Caching"). */
-export const CACHED_SERVICES = ["authors", "categories", "games"] as const;
 
 /**
  * The Redis key holding a service's generation. Outside the cacher's prefix on purpose: cleaning

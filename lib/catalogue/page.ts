@@ -5,7 +5,7 @@ import { wholeNumber } from "./params";
 export const DEFAULT_PAGE_SIZE = 5;
 export const MAX_PAGE_SIZE = 1000;
 /** Keeps the offset (page number times size) an exact integer in every backend. */
-export const MAX_PAGE_NUMBER = 1_000_000_000;
+const MAX_PAGE_NUMBER = 1_000_000_000;
 
 /** What a page of one kind of record may be sorted on, and what it is sorted on when `property` is absent. */
 export interface SortFields<F extends string = string> {

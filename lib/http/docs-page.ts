@@ -1,7 +1,7 @@
 /**
  * The docs page (GET /docs): Swagger UI from the swagger-ui-dist package, served by the gateway
  * itself, reading GET /openapi.json. The page has no inline script or style, so its Content-Security-Policy
- * (lib/http-guards.ts docsSecurityHeaders) allows only files of the gateway's own origin.
+ * (lib/http/http-guards.ts docsSecurityHeaders) allows only files of the gateway's own origin.
  */
 
 /** The files of swagger-ui-dist the page loads; the package's other files (its demo page among them) are not served. */

@@ -27,7 +27,7 @@ export interface TornTail {
 }
 
 /** Whether a file's last line (the bytes after its last "\n") is half a record: not empty, and not JSON. */
-export function isTorn(line: Buffer): boolean {
+function isTorn(line: Buffer): boolean {
 	if (line.length === 0) return false;
 	try {
 		JSON.parse(line.toString("utf8"));

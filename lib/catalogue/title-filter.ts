@@ -9,7 +9,7 @@ export type TitleFilter = (title: string) => boolean;
  * 100,000-game list 3 s of the one thread every request shares. Any plain text or class up to the
  * 200-character limit, and repetitions such as `[a-z]{1,200}`, stay well below it.
  */
-export const MAX_PATTERN_SIZE = 1000;
+const MAX_PATTERN_SIZE = 1000;
 
 /**
  * Compiles the game list's `title` filter: a case-insensitive regular expression matched anywhere

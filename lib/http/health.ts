@@ -1,0 +1,31 @@
+import { texts } from "../catalogue/errors";
+
+/** The health paths every node answers: on HEALTH_PORT, and on the gateway's own port. */
+const HEALTH_PATHS = ["/health/live", "/health/ready"] as const;
+export type HealthPath = (typeof HEALTH_PATHS)[number];
+
+export const isHealthPath = (path: string | undefined): path is HealthPath => (HEALTH_PATHS as readonly (string | undefined)[]).includes(path);
+
+/** What a node is waiting for: nothing once it is ready. */
+export interface Readiness {
+	ready: boolean;
+	/** `node` (not started, stopping, or NATS lost), or the services whose `ready` did not answer. */
+	waitingFor: string[];
+}
+
+export type HealthBody =
+	| { status: "live" | "ready"; nodeID: string }
+	/** A failure like any other (a string `msg`), which also says what the node waits for. */
+	| { status: "not ready"; msg: string; waitingFor: string[]; nodeID: string };
+
+/**
+ * The one answer to a health path, wherever it is asked: 200 `{ status: "live" }` while the
+ * process answers; 200 `{ status: "ready" }` once the node is ready, else 503
+ * `{ status: "not ready", msg, waitingFor }`. Each names the node that answered.
+ */
+export async function healthAnswer(path: HealthPath, nodeID: string, readiness: () => Promise<Readiness>): Promise<{ status: number; body: HealthBody }> {
+	if (path === "/health/live") return { status: 200, body: { status: "live", nodeID } };
+	const { ready, waitingFor } = await readiness();
+	if (ready) return { status: 200, body: { status: "ready", nodeID } };
+	return { status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor, nodeID } };
+}

@@ -1,0 +1,66 @@
+/**
+ * The gateway's routes: the alias tables (the whole HTTP surface) and the policies applied to
+ * them. Not a `*.service.ts`, so moleculer-runner does not load it as a service.
+ */
+import type { IncomingMessage } from "node:http";
+
+/** The whole HTTP surface: only these paths reach the services. */
+export const aliases = {
+	"PUT /category": "categories.create",
+	"PUT /category/:id": "categories.update",
+	"GET /category": "categories.list",
+	"GET /category/:id": "categories.get",
+	"DELETE /category/:id": "categories.remove",
+
+	"PUT /author": "authors.create",
+	"PUT /author/:id": "authors.update",
+	"GET /author": "authors.list",
+	"POST /author": "authors.page",
+	"GET /author/:id": "authors.get",
+	"DELETE /author/:id": "authors.remove",
+
+	"PUT /game": "games.create",
+	"PUT /game/:id": "games.update",
+	"GET /game": "games.list",
+	"GET /game/:query": "games.list",
+	"POST /game": "games.page",
+	"DELETE /game/:id": "games.remove",
+
+	"GET /health/live": "api.live",
+	"GET /health/ready": "api.ready",
+	"GET /openapi.json": "api.openapi",
+};
+
+/** The docs page's own paths, under /docs (with or without the trailing slash). */
+export const docsAliases = {
+	"GET /": "api.docsPage",
+	"GET /docs.js": "api.docsScript",
+};
+
+/** Each route's alias table, as the OpenAPI document (lib/http/openapi.ts) reads them. */
+export const routeAliases = [
+	{ path: "/", aliases },
+	{ path: "/docs", aliases: docsAliases },
+];
+
+/** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
+export const WRITES = new Set(["PUT", "DELETE"]);
+
+/** Allowed origins compared whole: moleculer-web's own check of a listed origin accepts any part of it. */
+export function corsPolicy(origins: string[]) {
+	if (origins.length === 0) return undefined;
+	return {
+		origin: origins.includes("*") ? "*" : (origin: string) => origins.includes(origin),
+		methods: ["GET", "PUT", "POST", "DELETE"],
+		allowedHeaders: ["Content-Type", "Authorization"],
+		exposedHeaders: ["Retry-After", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
+		maxAge: 600,
+	};
+}
+
+/** Seconds until the route's rate-limit window starts again (moleculer-web's store resets them all at once). */
+export function retryAfter(req: IncomingMessage): string {
+	const { $route } = req as { $route?: { rateLimit?: { store?: { resetTime?: number } } } };
+	const resetTime = $route?.rateLimit?.store?.resetTime ?? Date.now();
+	return String(Math.max(1, Math.ceil((resetTime - Date.now()) / 1000)));
+}
