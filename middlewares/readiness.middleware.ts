@@ -63,7 +63,8 @@ async function readiness(broker: ServiceBroker): Promise<Readiness> {
 }
 
 /** This node's answer to a health path (lib/http/health.ts), on HEALTH_PORT as on the gateway. */
-export const brokerHealth = (broker: ServiceBroker, path: HealthPath) => healthAnswer(path, broker.nodeID, () => readiness(broker));
+export const brokerHealth = (broker: ServiceBroker, path: HealthPath) =>
+	healthAnswer(path, broker.nodeID, () => readiness(broker).catch((): Readiness => ({ ready: false, waitingFor: ["node"] })));
 
 /**
  * Health paths for container health checks on every node, gateway or not, on `port`:
@@ -77,14 +78,14 @@ export function readinessProbe(port: number): Middleware {
 	return {
 		name: "ReadinessProbe",
 		starting(broker: ServiceBroker) {
-			server = createServer(async (request, response) => {
+			server = createServer((request, response) => {
 				const answer = ({ status, body }: { status: number; body: object }) => {
 					response.writeHead(status, { "Content-Type": "application/json" });
 					response.end(JSON.stringify(body));
 				};
 				const path = request.method === "GET" ? request.url : undefined;
 				if (!isHealthPath(path)) return answer({ status: 404, body: { msg: texts.notFound, nodeID: broker.nodeID } });
-				answer(await brokerHealth(broker, path));
+				void brokerHealth(broker, path).then(answer);
 			});
 			return new Promise<void>((resolve, reject) => {
 				server!.once("error", reject);

@@ -17,19 +17,19 @@ export const remoteReadsCache: Middleware = {
 	remoteAction(next, action: ActionSchema) {
 		const from = (action.cache as Partial<CatalogueCache> | undefined)?.from;
 		if (!from) return next;
-		return async function cachedRemoteCall(this: Service, ctx: Context<unknown, { $cache?: boolean }>) {
+		return async function cachedRemoteCall(this: Service, ctx: Context<unknown, { $cache?: boolean }>): Promise<unknown> {
 			const { cacher } = ctx.broker;
 			if (!cacher || cacher.connected === false || ctx.meta.$cache === false || !knowsGenerations(ctx.broker, from)) return next.call(this, ctx);
 			const key = cacheKey(ctx.broker, action, ctx.params)!;
 			// Redis lost in the middle of a read: the read goes to the node, as without a cache.
-			const cached = await cacher.get(key).catch(() => undefined);
+			const cached: unknown = await cacher.get(key).catch(() => undefined);
 			if (cached != null) {
 				ctx.cachedResult = true;
 				return cached;
 			}
 			ctx.meta.$cache = false;
 			try {
-				const answer = await next.call(this, ctx);
+				const answer: unknown = await next.call(this, ctx);
 				cacher.set(key, answer).catch((err: Error) => ctx.broker.logger.warn(`Could not cache ${action.name}: ${err.message}`));
 				return answer;
 			} finally {

@@ -11,7 +11,7 @@ const generations = new WeakMap<ServiceBroker, Map<string, number>>();
 
 function generationsOf(broker: ServiceBroker): Map<string, number> {
 	let known = generations.get(broker);
-	if (!known) generations.set(broker, (known = new Map()));
+	if (!known) generations.set(broker, (known = new Map<string, number>()));
 	return known;
 }
 

@@ -26,12 +26,12 @@ export const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claim
  */
 export function referencedByGames({ field, notFound: unknownText, hasGames }: ReferencedOptions) {
 	const unknown = notFound(unknownText);
-	const id = idOf(unknownText);
+	const idRule = idOf(unknownText);
 	return asMixin({
 		actions: {
 			// { <field>: the deleted record }; 400 when the id is unknown or games refer to it.
 			remove: {
-				params: { id },
+				params: { id: idRule },
 				async handler(ctx: Context<{ id: string }>): Promise<Record<string, Row>> {
 					const { id } = ctx.params;
 					const token = newToken();
@@ -56,7 +56,7 @@ export function referencedByGames({ field, notFound: unknownText, hasGames }: Re
 			// end); 400 when no record has the id. Asked by games after it wrote a game.
 			referable: {
 				visibility: "public",
-				params: { id },
+				params: { id: idRule },
 				async handler(ctx: Context<{ id: string }>): Promise<true> {
 					if (!(await unclaimed(claimStore(this), ctx.params.id, deleting))) throw unknown();
 					return true;

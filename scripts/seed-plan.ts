@@ -84,12 +84,12 @@ export function missingGames(sample: SampleCatalogue, catalogue: CatalogueConten
 /** One line per kind of record, then one saying whether anything was created. */
 export function summary(tallies: Tally[]): string {
 	const lines = tallies.map(({ kind, created, present }) => `${kind}: ${created} created, ${present} already there`);
-	const created = tallies.reduce((sum, tally) => sum + tally.created, 0);
+	const createdInAll = tallies.reduce((sum, tally) => sum + tally.created, 0);
 	const sample = tallies.map(({ kind, created, present }) => `${created + present} ${kind}`).join(", ");
 	lines.push(
-		created === 0
+		createdInAll === 0
 			? `Nothing created: the sample catalogue (${sample}) is already there.`
-			: `Created ${created} records; the sample catalogue (${sample}) is now there.`,
+			: `Created ${createdInAll} records; the sample catalogue (${sample}) is now there.`,
 	);
 	return lines.join("\n");
 }

@@ -122,8 +122,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				await this.adapter.insert(draft);
 				try {
 					await this.checkReferences(ctx, draft);
-					const published = await this.adapter.updateMany({ _id: draft._id, draft: { $exists: true } }, { $unset: { draft: true } });
-					if (published === 0) throw new Error(`the draft game ${draft._id} outlived its lease`);
+					const shown = await this.adapter.updateMany({ _id: draft._id, draft: { $exists: true } }, { $unset: { draft: true } });
+					if (shown === 0) throw new Error(`the draft game ${draft._id} outlived its lease`);
 				} catch (err) {
 					await this.adapter.removeMany({ _id: draft._id, draft: { $exists: true } });
 					throw err;

@@ -87,11 +87,11 @@ export const isUnreachable = (name: unknown): boolean => UNREACHABLE.has(String(
  * "There is no ... with that Id"; business failures and unreachable services pass; anything else
  * (a storage failure here or in a service called) becomes the action's documented failure text.
  */
-export function errorHooks({ notFound, failures }: FailureTexts): ServiceHooksError {
+export function errorHooks({ notFound: unknownId, failures }: FailureTexts): ServiceHooksError {
 	const hooks: ServiceHooksError = {};
 	for (const [action, text] of Object.entries(failures)) {
 		hooks[action] = function (this: Service, ctx: Context, err: Error) {
-			if (err.name === "EntityNotFoundError") throw notFound();
+			if (err.name === "EntityNotFoundError") throw unknownId();
 			if (err instanceof Errors.MoleculerClientError && err.type !== STORAGE_FAILURE) throw err;
 			if (isUnreachable(err.name)) throw err;
 			// With the request's id (lib/http/access-log.ts logs it on the gateway): the failure is found from it.

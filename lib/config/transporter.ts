@@ -23,7 +23,7 @@ const VARIABLES: Record<keyof NatsFiles, string> = { creds: "NATS_CREDS", nkeySe
 
 /** The NATS_* files of the environment that are set. */
 export function natsFiles(env: NodeJS.ProcessEnv = process.env): NatsFiles {
-	const entries = Object.entries(VARIABLES).map(([field, variable]) => [field, env[variable] || undefined]);
+	const entries = Object.entries(VARIABLES).map(([field, variable]) => [field, env[variable] || undefined] as const);
 	return Object.fromEntries(entries.filter(([, file]) => file !== undefined));
 }
 

@@ -30,7 +30,7 @@ interface ErrorLike {
 function fieldErrors(data: unknown): FieldError[] | undefined {
 	if (!Array.isArray(data)) return undefined;
 	const errors = data
-		.filter((item): item is FieldError => typeof item?.message === "string")
+		.filter((item: Partial<FieldError> | null): item is FieldError => typeof item?.message === "string")
 		.map(({ field, message, type }) => ({ field: String(field), message, type: String(type) }));
 	return errors.length > 0 ? errors : undefined;
 }
@@ -44,7 +44,7 @@ export function toFailure(error: unknown): Failure {
 	const errors = fieldErrors(err.data);
 	switch (true) {
 		case err.name === "ValidationError" && errors !== undefined:
-			return { status: 400, body: { msg: errors![0].message, errors } };
+			return { status: 400, body: { msg: errors[0].message, errors } };
 		case err.type === "entity.parse.failed":
 			return { status: 400, body: { msg: texts.malformedJson } };
 		case err.type === "entity.too.large":

@@ -40,9 +40,9 @@ const MAX_POLL_MS = 50;
 export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs }: ClaimOptions) {
 	for (let pause = 1; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {
 		const record = await store.findById(id);
-		const claim = record?.[field] as Claim | undefined;
-		if (!record || !claim) return record ?? undefined;
-		if (claim.at < Date.now() - leaseMs) await release(store, id, claim.token, { field });
+		const held = record?.[field] as Claim | undefined;
+		if (!record || !held) return record ?? undefined;
+		if (held.at < Date.now() - leaseMs) await release(store, id, held.token, { field });
 		else await delay(pause);
 	}
 }

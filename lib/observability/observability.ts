@@ -12,7 +12,7 @@ export function metricsOptions({ metricsPort }: Pick<CatalogueConfig, "metricsPo
 	return { enabled: true, reporter: { type: "Prometheus", options: { port: metricsPort, path: METRICS_PATH } } };
 }
 
-const LEVELS = Loggers.LEVELS as string[];
+const LEVELS = Loggers.LEVELS;
 type LoggerBindings = Parameters<InstanceType<typeof Loggers.Console>["getLogHandler"]>[0];
 const TO_STDERR = new Set(["fatal", "error", "warn"]);
 

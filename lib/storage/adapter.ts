@@ -25,9 +25,14 @@ export function createAdapter(collection: string, { mongoUri, storage, dataDir }
 	return new NeDbFileAdapter(path.join(dataDir, `${collection}.db`), claims);
 }
 
+/** The part of moleculer-db-adapter-mongo's adapter its type declarations leave out. */
+interface MongoCollection {
+	collection: { createIndex(keys: Record<string, 1>, options: { sparse: boolean }): Promise<string> };
+}
+
 /** An index on one field, in whichever store the adapter talks to. */
 async function createIndex(adapter: unknown, field: string, sparse: boolean): Promise<void> {
-	if (adapter instanceof MongoDbAdapter) await adapter.collection.createIndex({ [field]: 1 }, { sparse });
+	if (adapter instanceof MongoDbAdapter) await (adapter as unknown as MongoCollection).collection.createIndex({ [field]: 1 }, { sparse });
 	else await (adapter as NeDbAdapter).db.ensureIndex({ fieldName: field, sparse });
 }
 

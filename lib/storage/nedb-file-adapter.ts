@@ -14,11 +14,11 @@ import {
 
 /** NeDB's own serialization of a record into one line (its `model` module, which it does not export by name). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { serialize } = require("@seald-io/nedb/lib/model.js") as { serialize(doc: object): string };
+const { serialize } = require("@seald-io/nedb/lib/model.js") as { serialize: (doc: object) => string };
 
 /** What the adapter reaches of NeDB 3's Datastore, once connected. */
 interface Datastore {
-	persistence: { persistNewStateAsync(docs: object[]): Promise<void>; afterSerialization(line: string): string };
+	persistence: { persistNewStateAsync(docs: object[]): Promise<void>; afterSerialization: (line: string) => string };
 	compactDatafileAsync(): Promise<void>;
 	getAllData(): unknown[];
 	on(event: "compaction.done", listener: () => void): void;

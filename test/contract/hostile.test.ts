@@ -126,7 +126,7 @@ async function answerTo(wire: WireRequest): Promise<Reply> {
 	try {
 		return await sendWire(api.url, wire, REQUEST_TIMEOUT_MS);
 	} catch (err) {
-		throw new Error(`${describeWire(wire)}\n  got no answer: ${(err as Error).message}`);
+		throw new Error(`${describeWire(wire)}\n  got no answer: ${(err as Error).message}`, { cause: err });
 	}
 }
 

@@ -63,7 +63,7 @@ describe("GET /health/live and GET /health/ready", () => {
 			const host = own.brokers.find(broker => broker.getLocalService("games"))!;
 			// Over NATS its node stops; in one broker the service alone goes.
 			if (own.topology === "nats") await host.stop();
-			else await host.destroyService(host.getLocalService("games")!);
+			else await host.destroyService(host.getLocalService("games"));
 			await waitFor("the gateway notices games is gone", async () => (await own.api.get("/health/ready")).status === 503);
 			expect(await health(own.api, "/health/ready")).toEqual(notReady(own.broker.nodeID, ["games"]));
 			expect(await health(own.api, "/health/live")).toEqual({ status: 200, body: { status: "live", nodeID: own.broker.nodeID } });

@@ -28,7 +28,7 @@ function rawRequest(api: Api, bytes: string): Promise<string> {
 		const socket = connect(Number(port), hostname, () => socket.end(bytes));
 		let answer = "";
 		socket.setEncoding("utf8");
-		socket.on("data", chunk => (answer += chunk));
+		socket.on("data", (chunk: string) => (answer += chunk));
 		socket.on("end", () => resolve(answer));
 		socket.on("error", reject);
 	});

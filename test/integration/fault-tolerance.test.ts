@@ -32,6 +32,8 @@ class Faults {
 	}
 
 	private wrap(side: Side): NonNullable<Middleware["localAction"]> {
+		// The handler below runs with the service as `this`; the faults are reached through this name.
+		// eslint-disable-next-line @typescript-eslint/no-this-alias
 		const faults = this;
 		return (next, action) =>
 			async function (this: Service, ctx) {

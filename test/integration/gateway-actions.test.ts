@@ -21,7 +21,7 @@ test.each([
 });
 
 test("the gateway still manages its routes itself, and still serves them", async () => {
-	const aliases = (await catalogue.broker.call("api.listAliases")) as { path: string }[];
+	const aliases = await catalogue.broker.call<{ path: string }[]>("api.listAliases");
 	expect(aliases.map(alias => alias.path)).toContain("category/:id");
 	expect((await catalogue.api.get("/category")).status).toBe(200);
 	expect((await catalogue.api.get("/open/authors")).status).toBe(404);

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import Redis from "ioredis";
-import { Cachers, ServiceBroker } from "moleculer";
+import { type Cachers, ServiceBroker } from "moleculer";
 import { parse } from "yaml";
 import { cacherOptions, generationKey, NEXT_GENERATION } from "../../lib/cache/cache";
 import { startRedis, type RedisServer } from "../support/redis";

@@ -109,7 +109,7 @@ test("a node without catalogue services (as `npm run repl` starts one) reads not
 	try {
 		await repl.waitForServices(["authors"], 10_000);
 		const author = await api.author("Vital Lacerda", "Portuguese");
-		const names = async () => ((await repl.call("authors.list")) as { name: string }[]).map(each => each.name);
+		const names = async () => (await repl.call<{ name: string }[]>("authors.list")).map(each => each.name);
 		expect(await names()).toContain("Vital Lacerda");
 		expect((await api.put(`/author/${author.id}`, { name: "V. Lacerda", nationality: "Portuguese" })).status).toBe(200);
 		expect(await names()).toContain("V. Lacerda");

@@ -154,7 +154,7 @@ describe("graceful shutdown: SIGTERM to the games node under load", () => {
 		// Authors paused: a game write checks its author, so the games node holds its writes in flight.
 		authors.kill("SIGSTOP");
 		let sigterm = 0;
-		let stopped: Promise<number | null> = Promise.resolve(null);
+		let stopped: Promise<number | null>;
 		let holding = 0;
 		try {
 			await waitFor("the games node holds writes", load.stalled(300), nodes("authors"), 5000);

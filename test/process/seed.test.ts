@@ -27,11 +27,11 @@ function runSeed(env: NodeJS.ProcessEnv): Promise<SeedRun> {
 	});
 }
 
-const urlOf = (catalogue: RunningCatalogue) => ({ CATALOGUE_URL: catalogue.api.url });
+const urlOf = (running: RunningCatalogue) => ({ CATALOGUE_URL: running.api.url });
 
 /** Everything the catalogue holds, read through its lists. */
 async function contents(api: Api) {
-	const [categories, authors, games] = await Promise.all(["/category", "/author", "/game"].map(path => api.get(path)));
+	const [categories, authors, games] = await Promise.all(["/category", "/author", "/game"].map(route => api.get(route)));
 	return { categories: categories.body, authors: authors.body, games: games.body };
 }
 

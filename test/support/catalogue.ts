@@ -204,7 +204,7 @@ async function dropTestDatabase(brokers: ServiceBroker[]): Promise<void> {
 
 /** Drops every cached answer, so that the next reads ask the stores. */
 export async function forgetCachedAnswers(catalogue: Catalogue): Promise<void> {
-	await Promise.all(catalogue.brokers.map(broker => broker.cacher?.clean()));
+	await Promise.all(catalogue.brokers.flatMap(broker => (broker.cacher ? [broker.cacher.clean()] : [])));
 }
 
 /**

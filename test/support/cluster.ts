@@ -34,7 +34,7 @@ const START_MS = 30_000;
 
 /** Until the gateway reaches all three data services: each path needs one of them. */
 const reachesEveryService = (api: Api) => async () =>
-	(await Promise.all(["/category", "/author", "/game"].map(path => answers(api, path)()))).every(Boolean);
+	(await Promise.all(["/category", "/author", "/game"].map(route => answers(api, route)()))).every(Boolean);
 
 /** Starts NATS and the four nodes, and waits until the gateway reaches every service. */
 export async function startCluster({ storage = "memory", env: extra = {} }: ClusterOptions = {}): Promise<Cluster> {

@@ -108,7 +108,7 @@ export async function waitFor(what: string, condition: () => Promise<boolean>, n
 }
 
 /** The answer's status is 200. */
-export const answers = (api: Api, path: string) => () => api.get(path).then(answer => answer.status === 200);
+export const answers = (api: Api, route: string) => () => api.get(route).then(answer => answer.status === 200);
 
 export interface RunningCatalogue extends Node {
 	api: Api;

@@ -72,7 +72,7 @@ describe("answerClientError", () => {
 			const socket = connect(port, "127.0.0.1", () => socket.write(bytes));
 			let answer = "";
 			socket.setEncoding("utf8");
-			socket.on("data", chunk => (answer += chunk));
+			socket.on("data", (chunk: string) => (answer += chunk));
 			socket.on("close", () => resolve(answer));
 			socket.on("error", reject);
 		});

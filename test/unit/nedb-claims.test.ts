@@ -25,7 +25,7 @@ type Adapter = ReturnType<typeof createAdapter> & {
 
 /** The games' store in `dataDir`, loaded from its file, as the games service makes it. */
 async function games(): Promise<Adapter> {
-	const adapter = createAdapter("games", { storage: "file", dataDir, mongoUri: null }, ["draft", "change"]) as Adapter;
+	const adapter = createAdapter("games", { storage: "file", dataDir, mongoUri: null }, ["draft", "change"]);
 	adapter.init(broker, { broker, logger: broker.getLogger("games") } as unknown as Service);
 	await adapter.connect();
 	return adapter;

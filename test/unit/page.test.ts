@@ -87,7 +87,7 @@ describe("sortKeys", () => {
 describe("pageableRule", () => {
 	/** The errors as "field: type"; a `sort` that fits neither alternative has an error for each. */
 	const check = (fields: readonly string[], pageable: unknown) => {
-		const result = new Validator({ useNewCustomCheckerFunction: true }).validate({ pageable }, { pageable: pageableRule(fields) } as never);
+		const result = new Validator({ useNewCustomCheckerFunction: true }).validate({ pageable }, { pageable: pageableRule(fields) });
 		return result === true ? [] : (result as { field: string; type: string }[]).map(({ field, type }) => `${field}: ${type}`);
 	};
 
