@@ -7,7 +7,7 @@ RUN npm run build
 
 FROM node:24-bookworm-slim
 # Production: JSON log lines; every node serves its health paths and its Prometheus metrics
-# (README, Observability).
+# (docs/observability.md).
 ENV NODE_ENV=production \
     SERVICEDIR=/app/dist/services \
     HEALTH_PORT=3001 \
@@ -21,7 +21,7 @@ RUN mkdir data && chown node:node data
 USER node
 EXPOSE 3000 3030
 # Ready: the node has started, reaches NATS, and every service it needs answers, stores included
-# (README, "Health and request ids"); compose uses this check for every catalogue service.
+# (docs/operations.md, "Health on every node"); compose uses this check for every catalogue service.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
     CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/health/ready`).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "node_modules/moleculer/bin/moleculer-runner.js", "--config", "dist/moleculer.config.js"]

@@ -17,13 +17,13 @@ const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
 	transporter: null,
 	logLevel: config.logLevel,
-	// README, "Observability": JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
+	// docs/observability.md: JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
 	logger: loggerOptions(config, [...secretsIn(config.transporter, config.redisUrl, config.mongoUri), ...(config.apiToken ? [config.apiToken] : [])]),
 	metrics: metricsOptions(config),
 	tracing: tracingOptions(config),
-	// Reads are cached; every write moves the cache on (README, "Caching").
+	// Reads are cached; every write moves the cache on (docs/caching.md).
 	cacher: cacherOptions(config),
-	// Fault tolerance, chosen on purpose (README, "Fault tolerance"). moleculer waits for ever by
+	// Fault tolerance, chosen on purpose (docs/operations.md, "Fault tolerance"). moleculer waits for ever by
 	// default: a call lost with a node or a NATS connection would hold its HTTP request open.
 	requestTimeout: config.requestTimeoutMs,
 	// Retries stay off here: only actions that are safe to repeat turn them on (`readOnly`). A
@@ -54,7 +54,7 @@ const brokerOptions: BrokerOptions = {
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },
 };
 
-/** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (README, Security), read here, at start. */
+/** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (docs/security.md), read here, at start. */
 const transporter: BrokerOptions["transporter"] = config.transporter ? { type: "NATS", options: natsOptions(config.transporter, natsFiles()) } : null;
 
 // moleculer-runner replaces every option named like a variable of the environment with its text:

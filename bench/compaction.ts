@@ -1,6 +1,6 @@
 /**
- * How long compacting a games file holds the games' writes, at 100,000 games (README, "What a
- * crash can and cannot lose"). NeDB runs a compaction in its queue, so a write that arrives
+ * How long compacting a games file holds the games' writes, at 100,000 games (docs/storage.md,
+ * "What a crash can and cannot lose"). NeDB runs a compaction in its queue, so a write that arrives
  * meanwhile waits for the end of it: that wait is the pause. Part of it (serializing the records)
  * blocks the event loop, so every service of the process waits that long. Run with
  * `npm run build && npx tsc -p bench/tsconfig.json && node dist/bench/compaction.js [games]`.

@@ -14,7 +14,7 @@ export const describeError = (err: unknown) =>
 /**
  * One request to 127.0.0.1, bounded by `timeoutMs` (a hung server fails the call, not the
  * benchmark). It asks for the answer uncompressed, as autocannon's scenarios do: fetch would ask
- * for br and gzip, and the growth runs would time compression (README, Caching).
+ * for br and gzip, and the growth runs would time compression (docs/caching.md).
  */
 export async function send(base: string, method: Method, path: string, body?: string, timeoutMs = 30_000): Promise<Answer> {
 	const identity = { "Accept-Encoding": "identity" };

@@ -16,7 +16,7 @@ export interface CacheChoice {
 
 /**
  * REDIS_URL as given; otherwise the local Redis when one accepts connections; otherwise none, and
- * a cluster without REDIS_URL caches nothing (README, Caching).
+ * a cluster without REDIS_URL caches nothing (docs/caching.md).
  */
 export async function chooseCache(given: string | undefined): Promise<CacheChoice> {
 	if (given) return { redisUrl: given, note: `Redis from REDIS_URL, ${hideCredentials(given)}` };

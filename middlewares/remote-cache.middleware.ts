@@ -6,7 +6,7 @@ import { cacheKey, knowsGenerations, type CatalogueCache } from "../mixins/cache
  * before the call crosses NATS, so a hit costs the caller one Redis read and no other node any
  * work. On a miss the call asks the other node not to use its own cache: that node may not have
  * heard of a write this one has, and its answer is stored here under the generations known here
- * (README, "Caching"). A node cut off from NATS hears of no write; it stops answering from the
+ * (docs/caching.md). A node cut off from NATS hears of no write; it stops answering from the
  * cache when it stops seeing the other nodes (moleculer's heartbeat timeout), since only their
  * actions pass through here. A node that does not hear of the writes an answer is made of (no
  * catalogue service, as `npm run repl` starts one) does not look it up: its key would carry

@@ -5,7 +5,7 @@ import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 /**
  * Every service's generation as this broker knows it: a number that grows with each write to the
  * service's records. Cached answers carry the generations of what they are made of in their key,
- * so a write makes every older answer unreachable at once (README, "Caching").
+ * so a write makes every older answer unreachable at once (docs/caching.md).
  */
 const generations = new WeakMap<ServiceBroker, Map<string, number>>();
 

@@ -83,7 +83,7 @@ export interface DbOptions extends FailureTexts {
 /**
  * For actions that only read, so are safe to repeat: a call that failed because its node was
  * stopping, was cut off or was busy is sent again, to another node when there is one. Writes
- * never carry it (README, "Fault tolerance").
+ * never carry it (docs/operations.md, "Fault tolerance").
  */
 export const readOnly = { retryPolicy: { enabled: true, retries: 2, delay: 100, maxDelay: 400, factor: 2 } };
 

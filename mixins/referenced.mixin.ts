@@ -19,7 +19,7 @@ export interface ReferencedOptions {
 export const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
 
 /**
- * For records that games refer to (README, "Integrity under concurrency"): `remove` marks the
+ * For records that games refer to (docs/integrity.md): `remove` marks the
  * record as being deleted before it asks `games.countBy`, and `referable`, which games asks after
  * writing a game, waits for such a delete to end. Whatever the interleaving, either the count
  * sees the game or the game sees the record gone.

@@ -58,7 +58,7 @@ export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsO
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
 export const OPEN_WRITES_WARNING =
 	"Writes are open: NODE_ENV=production and no API_TOKEN, so anyone who reaches this gateway can create, change and delete records. " +
-	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE (README, Security).";
+	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE (docs/security.md).";
 
 /** The gateway, with `options.apiToken` kept in this closure: settings travel to every node. */
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
@@ -97,7 +97,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					// tracked, their calls would make the broker wait for them before the gateway even
 					// stops listening.
 					callOptions: { tracking: false },
-					// A cached read's ETag comes from its cache key (README, "Caching"); when the client holds
+					// A cached read's ETag comes from its cache key (docs/caching.md); when the client holds
 					// it already, the answer is a 304 and no service is asked.
 					onBeforeCall(this: Service, _ctx: Context, _route: unknown, req: RoutedRequest, res: ServerResponse) {
 						if (req.method !== "GET" || !req.$action) return;

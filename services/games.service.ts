@@ -112,8 +112,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		},
 
 		// { game } with category and author as ids; 400 when either does not exist. The game is
-		// stored as a hidden draft before the references are checked (README, "Integrity under
-		// concurrency"), so a delete racing with it counts it.
+		// stored as a hidden draft before the references are checked (docs/integrity.md), so a
+		// delete racing with it counts it.
 		create: {
 			params: { $$strict: "remove", ...gameBody },
 			async handler(ctx: Context<GameBody>): Promise<{ game: Game }> {

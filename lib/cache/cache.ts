@@ -15,7 +15,7 @@ export const MEMORY_CACHE_ENTRY_SHARE = 1 / 8;
 const REDIS_CACHE_TTL = 3600;
 
 /**
- * The cacher the configuration asks for (README, "Caching"): Redis, shared by every node, when
+ * The cacher the configuration asks for (docs/caching.md): Redis, shared by every node, when
  * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since nodes with caches of their own
  * would each need every write's news before answering from them.
  */

@@ -16,7 +16,7 @@ export function answerBytes(answer: unknown, key: string): number {
 /**
  * moleculer's MemoryLRU cacher bounded in bytes instead of in answers: it keeps the same
  * lru-cache, built with a total size and a largest entry, which moleculer's options cannot set.
- * Bounded by count, a thousand copies of one large list fit (README, "Caching").
+ * Bounded by count, a thousand copies of one large list fit (docs/caching.md).
  */
 export class MemoryBytesCacher extends Cachers.MemoryLRU {
 	declare cache: LRUCache<string, NonNullable<unknown>>;

@@ -27,7 +27,7 @@ export interface CatalogueConfig {
 	requestTimeoutMs: number;
 	/**
 	 * How long a delete, a game draft or a game change may stay in progress before another node
-	 * treats it as abandoned (twice the request timeout: README, "Integrity under concurrency").
+	 * treats it as abandoned (twice the request timeout: docs/integrity.md).
 	 */
 	claimLeaseMs: number;
 	/** Port of the node's readiness probe (`HEALTH_PORT`); none when unset. */

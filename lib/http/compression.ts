@@ -4,7 +4,7 @@ import { brotliCompress, constants, gzip } from "node:zlib";
 import Negotiator from "negotiator";
 
 /**
- * Compressing an answer for clients that ask for it (README, "Caching"). Not the compression
+ * Compressing an answer for clients that ask for it (docs/caching.md). Not the compression
  * package: it replaces `write`, `end` and `on` on every response it sees, and in the benchmark a
  * process that had compressed for a few hundred requests then answered every later request, even
  * uncompressed ones, at half the rate, with ten times the p99 latency. Here an answer is

@@ -66,7 +66,7 @@ const responses = {
 	NotModified: { description: "The `If-None-Match` names the answer's current ETag: nothing has changed, and no body is sent." },
 };
 
-/** What every GET takes and answers beyond its own fields: conditional requests (README, "Caching"). */
+/** What every GET takes and answers beyond its own fields: conditional requests (docs/caching.md). */
 const conditionalGet = {
 	parameter: {
 		name: "If-None-Match",

@@ -20,7 +20,7 @@ const TO_STDERR = new Set(["fatal", "error", "warn"]);
  * moleculer's console logger, line for line, written with `process.stdout.write` (stderr for
  * warnings and errors, as console.warn and console.error do) instead of `console.log`: Node hands
  * every console call to its inspector too, which keeps recent messages for a debugger that might
- * attach, and that cost a quarter of a small read with the access log on (README, Performance).
+ * attach, and that cost a quarter of a small read with the access log on (docs/performance.md).
  */
 class StreamLogger extends Loggers.Console {
 	override getLogHandler(bindings: LoggerBindings) {

@@ -92,7 +92,7 @@ class DataFile {
  * queue waits for that before the next operation starts: a game update (two appends) spent most
  * of its time waiting there. A write of a line to the page cache takes microseconds; as before,
  * a write is answered once its line is with the operating system (a killed process loses
- * nothing it acknowledged; a power cut can, README "What a crash can and cannot lose").
+ * nothing it acknowledged; a power cut can, docs/storage.md).
  */
 class Appender {
 	private fd: number | undefined;

@@ -2,7 +2,7 @@
  * The NeDB data files of the embedded storage, without a broker: the half-written last line cut off
  * before a file is loaded, the damaged line found when NeDB refuses a file, the texts an operator
  * reads about both, the escaping that keeps a record on one line, and when a file is compacted.
- * README, "What a crash can and cannot lose".
+ * docs/storage.md, "What a crash can and cannot lose".
  */
 
 import { createReadStream } from "node:fs";

@@ -4,7 +4,7 @@ import { MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
 import { MemoryBytesCacher } from "../../lib/cache/memory-cacher";
 import { localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
-// What a client can make the cache hold (README, "Caching"): one entry per answer the actions
+// What a client can make the cache hold (docs/caching.md): one entry per answer the actions
 // really give, and in one process no more bytes than CACHE_MAX_MB. Over NATS the answers live in
 // Redis, which compose bounds with maxmemory (test/deploy/compose.test.ts).
 

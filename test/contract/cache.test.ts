@@ -5,7 +5,7 @@ import { eventCounter } from "../support/calls";
 import { localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 // Reads are cached (in memory in one broker, in Redis shared by the nodes over NATS) and a write
-// never leaves a stale answer behind: README, "Caching".
+// never leaves a stale answer behind: docs/caching.md.
 
 let catalogue: Catalogue;
 let api: Api;

@@ -3,7 +3,7 @@ import { callCounter } from "../support/calls";
 import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { rawRequest, type RawAnswer } from "../support/raw-http";
 
-// Conditional GET and compression: README, "Caching" (ETags, compression).
+// Conditional GET and compression: docs/caching.md (ETags, compression).
 
 let catalogue: Catalogue;
 let api: Api;

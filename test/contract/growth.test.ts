@@ -3,7 +3,7 @@ import { newId } from "../../lib/catalogue/ids";
 import { forgetCachedAnswers, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
 // GET /game costs the same broker calls whatever the number of games: the list populates its
-// categories and authors with one batched call each (README, "Performance"). The games go
+// categories and authors with one batched call each (docs/performance.md). The games go
 // straight into the store: seeding 100,000 through HTTP is the benchmark's job (bench/).
 
 let catalogue: Catalogue;

@@ -1,7 +1,7 @@
 import type { Middleware, Service } from "moleculer";
 import { localService, startCatalogue, stillPending, type Api, type Catalogue } from "../support/catalogue";
 
-// The integrity protocol (README, "Integrity under concurrency") step by step: a gate holds one
+// The integrity protocol (docs/integrity.md) step by step: a gate holds one
 // action of the protocol part-way, the racing request is sent, then the gate opens. Each case is
 // one interleaving that naive check-then-write code gets wrong.
 

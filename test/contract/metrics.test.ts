@@ -2,7 +2,7 @@ import { metricsOptions } from "../../lib/observability/observability";
 import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { freePort, waitFor } from "../support/process";
 
-// Prometheus metrics of the gateway's node (README, "Observability"). moleculer counts every call
+// Prometheus metrics of the gateway's node (docs/observability.md). moleculer counts every call
 // the gateway makes (caller "api"): in one broker they are local, over NATS remote, and each
 // node also keeps its own registry and port. The gateway's alone sees every request, so it is
 // the one scraped here; the HTTP route series come from lib/http/access-log.ts.

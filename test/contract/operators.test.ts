@@ -2,7 +2,7 @@ import type { Middleware, Service } from "moleculer";
 import { startCatalogue, withBrokenStorage, type Api, type Catalogue } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
-// What operators rely on through HTTP: the health paths and the request id (README, "Operators").
+// What operators rely on through HTTP: the health paths and the request id (docs/http.md, "Health and request ids").
 
 let catalogue: Catalogue;
 let api: Api;

@@ -2,7 +2,7 @@ import { Errors } from "moleculer";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
 
 // Anything that reaches NATS can call the catalogue's actions; the gateway's own management of
-// routes is not among them (README, Security).
+// routes is not among them (docs/security.md).
 
 let catalogue: Catalogue;
 beforeAll(async () => (catalogue = await startCatalogue({ topology: "nats" })));

@@ -9,7 +9,7 @@ import { startRedis, type RedisServer } from "../support/redis";
 
 // A Redis that asks for a password (`requirepass`, as compose runs it): REDIS_URL with the
 // password caches, a wrong one stops the node with a clear message and no password shown
-// (README, Security).
+// (docs/security.md).
 
 const PASSWORD = "Redis-pa55/word";
 let redis: RedisServer;

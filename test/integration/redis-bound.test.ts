@@ -7,7 +7,7 @@ import { cacherOptions, generationKey, NEXT_GENERATION } from "../../lib/cache/c
 import { startRedis, type RedisServer } from "../support/redis";
 
 // The Redis of docker-compose.yml, started with the options its command gives: bounded in bytes,
-// it evicts cached answers (they expire) and never the generations (README, "Caching").
+// it evicts cached answers (they expire) and never the generations (docs/caching.md).
 
 const compose = parse(readFileSync(path.resolve(__dirname, "../../docker-compose.yml"), "utf8")) as {
 	services: { redis: { command: string[] } };

@@ -8,7 +8,7 @@ import { startRedis, type RedisServer } from "../support/redis";
 
 // The catalogue over NATS sharing a Redis of this test's own, which the test stops and starts:
 // a node late to hear of a write serves nothing stale, a write never fails or hangs for its
-// cache, and no read is stale across an outage (README, "Caching").
+// cache, and no read is stale across an outage (docs/caching.md).
 
 let redis: RedisServer;
 let catalogue: Catalogue;

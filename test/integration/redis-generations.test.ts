@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import Redis from "ioredis";
 import { generationKey, NEXT_GENERATION } from "../../lib/cache/cache";
 
-// The generations of a cluster live in Redis (README, "Caching"): the Redis of REDIS_URL, this
+// The generations of a cluster live in Redis (docs/caching.md): the Redis of REDIS_URL, this
 // machine's by default (see support/env.ts).
 
 let redis: Redis;

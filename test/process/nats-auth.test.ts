@@ -6,7 +6,7 @@ import { createUser } from "nkeys.js";
 import { startNats, type NatsServer } from "../support/nats";
 import { startNode, startProcess, type Node } from "../support/process";
 
-// A nats-server that asks for credentials (README, Security): a node with the right ones joins
+// A nats-server that asks for credentials (docs/security.md): a node with the right ones joins
 // and serves; one with wrong or none gives up within START_TIMEOUT, naming the transporter
 // without the password. Each server is the test's own, on a free port, with a config written here.
 

@@ -4,7 +4,7 @@ import { startCluster, type Cluster } from "../support/cluster";
 import { freePort, startProcess, waitFor, type RunningCatalogue } from "../support/process";
 
 // The built service as `npm start` runs it, with logs, metrics and tracing chosen from the
-// environment (README, "Observability"). LOGLEVEL=info: the request lines are info.
+// environment (docs/observability.md). LOGLEVEL=info: the request lines are info.
 
 const withId = (node: RunningCatalogue, path: string, id: string) => node.api.send("GET", path, undefined, undefined, { "X-Request-ID": id });
 const lines = (node: RunningCatalogue) => node.output().split("\n").filter(line => line.trim() !== "");

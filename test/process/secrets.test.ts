@@ -3,7 +3,7 @@ import { ServiceBroker } from "moleculer";
 import { startNats, type NatsServer } from "../support/nats";
 import { startNode, waitFor, type Node } from "../support/process";
 
-// Nothing secret leaves a node (README, Security): a node started with passwords in TRANSPORTER
+// Nothing secret leaves a node (docs/security.md): a node started with passwords in TRANSPORTER
 // and REDIS_URL answers `$node.options` and `$node.services` to another node without them, and
 // prints none of them.
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { startNode, startProcess, type Node } from "../support/process";
 
-// The NeDB files of `npm start` after a crash: README, "What a crash can and cannot lose".
+// The NeDB files of `npm start` after a crash: docs/storage.md, "What a crash can and cannot lose".
 
 const dirs: string[] = [];
 const nodes: Node[] = [];

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { freePort, listening, root } from "./process";
 
-/** Debian's package installs it here; elsewhere it must be on PATH (see README, Tests). */
+/** Debian's package installs it here; elsewhere it must be on PATH (see test/README.md). */
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
 
 export interface NatsServer {
@@ -29,7 +29,7 @@ export async function startNats(timeoutMs = 10_000, config = path.join(root, "na
 		child.stdout!.on("data", chunk => (output += chunk));
 		child.stderr!.on("data", chunk => (output += chunk));
 		const failed = new Promise<never>((_, reject) => {
-			child!.once("error", err => reject(new Error(`cannot run ${NATS_SERVER}: ${err.message} (see README, Tests)`)));
+			child!.once("error", err => reject(new Error(`cannot run ${NATS_SERVER}: ${err.message} (see test/README.md)`)));
 			child!.once("exit", code => reject(new Error(`nats-server exited with ${code}:\n${output}`)));
 		});
 		await listening(port, failed, timeoutMs, () => `nats-server did not listen on ${port} within ${timeoutMs} ms:\n${output}`);

@@ -5,7 +5,7 @@ import { apiService } from "../../services/api.service";
 import { gatewayApi } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
-// The gateway's own log lines in JSON (README, "Observability"): one per request, and the log of
+// The gateway's own log lines in JSON (docs/observability.md): one per request, and the log of
 // a failure it answers 500, each with the request's id. A categories service that breaks on
 // purpose stands in for the real one.
 

@@ -5,7 +5,7 @@ import { ServiceBroker, type Service } from "moleculer";
 import { createAdapter } from "../../lib/storage/adapter";
 
 // A record that carries a claim or a draft mark is not written to its NeDB file: the file is this
-// process's alone, and a crash ends every claim it held (README, "What a crash can and cannot lose").
+// process's alone, and a crash ends every claim it held (docs/storage.md, "What a crash can and cannot lose").
 
 let dataDir: string;
 let broker: ServiceBroker;

@@ -2,7 +2,7 @@ import { ServiceBroker } from "moleculer";
 import { config } from "../../lib/config/config";
 import { apiService, OPEN_WRITES_WARNING, type GatewayOptions } from "../../services/api.service";
 
-// Open writes are a choice, not an accident: in production the gateway says so at start (README, Security).
+// Open writes are a choice, not an accident: in production the gateway says so at start (docs/security.md).
 
 /** What the gateway warns at start with these settings. */
 async function warningsAtStart(settings: Partial<GatewayOptions>): Promise<string[]> {
