@@ -23,6 +23,8 @@ export interface BenchConfig {
 	only: string[];
 	/** A folder for a CPU profile of every catalogue process (`BENCH_PROFILE`); none when unset. */
 	profileDir: string | undefined;
+	/** Where the two charts are written (`BENCH_CHARTS`; default docs/images, which docs/performance.md shows). */
+	chartsDir: string;
 }
 
 export class BenchConfigError extends Error {}
@@ -62,5 +64,7 @@ export function readConfig(): BenchConfig {
 		redisUrl: process.env.REDIS_URL || undefined,
 		only: (process.env.BENCH_ONLY ?? "").split(",").map(name => name.trim()).filter(Boolean),
 		profileDir: process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined,
+		// dist/bench/config.js: the repository is two folders up.
+		chartsDir: path.resolve(process.env.BENCH_CHARTS || path.join(__dirname, "../../docs/images")),
 	};
 }

@@ -1,3 +1,4 @@
+import { writeCharts } from "./charts";
 import { BenchConfigError, readConfig, type BenchConfig } from "./config";
 import { grow } from "./growth";
 import { describeError } from "./http";
@@ -86,6 +87,11 @@ async function main(): Promise<number> {
 		log(`\n${asText(growthTable(growth))}\n\n${asMarkdown(growthTable(growth))}\n`);
 		log(`written to ${writeResults(lines, results, growth)}`);
 	}
+	// The charts of docs/performance.md; a partial run draws what it measured.
+	await writeCharts(config.chartsDir, results, growth).then(
+		written => written.forEach(line => log(line)),
+		err => problems.push(`charts: ${describeError(err)}`),
+	);
 
 	for (const problem of problems) log(`FAILED ${problem}`);
 	const refused = results.flatMap(({ scenario, runs }) => Object.entries(runs).filter(([, run]) => run.failures).map(([name]) => `${name} ${scenario.name}`));
