@@ -57,6 +57,7 @@ const responses = {
 	}),
 	NotFound: failure("A route or method the gateway does not serve.", texts.notFound),
 	TooLarge: failure("A body over BODY_LIMIT (100 kB by default).", texts.bodyTooLarge),
+	UnsupportedBody: failure("A body in a charset or a Content-Encoding the gateway cannot read; the `msg` names it.", 'unsupported charset "KLINGON"'),
 	UrlTooLong: failure("A URL, path and query string together, over 4096 characters.", texts.urlTooLong),
 	TooManyRequests: failure("Over RATE_LIMIT requests from this address in the window, when the gateway runs with one.", texts.tooManyRequests, {
 		"Retry-After": { description: "Seconds until the window starts again.", schema: { type: "integer" } },
@@ -165,6 +166,7 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 				...(WRITES.has(method) && { 401: ref("Unauthorized") }),
 				...(body && { 413: ref("TooLarge") }),
 				414: ref("UrlTooLong"),
+				...(body && { 415: ref("UnsupportedBody") }),
 				429: ref("TooManyRequests"),
 				500: ref("Internal"),
 				...(!doc.local && { 503: ref("Unavailable"), 504: ref("TimedOut") }),

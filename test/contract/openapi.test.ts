@@ -88,6 +88,20 @@ describe("GET /openapi.json", () => {
 		expect(answers.flatMap(([path, method, answer]) => fits(answerPointer(path, method, 200), answer.body))).toEqual([]);
 	});
 
+	test("every operation with a body lists the 415 a body in an unknown charset gets, and gets it", async () => {
+		const withBody = operationsOf(document).filter(({ method }) => method === "put" || method === "post");
+		expect(withBody.length).toBeGreaterThanOrEqual(8);
+		for (const { path, method, operation } of withBody) {
+			const answer = await catalogue.api.send(method.toUpperCase(), path.replace(/\{\w+\}/g, "x"), {}, undefined, { "Content-Type": "application/json; charset=klingon" });
+			expect({ route: `${method} ${path}`, status: answer.status, documented: operation.responses[415] }).toEqual({
+				route: `${method} ${path}`,
+				status: 415,
+				documented: { $ref: "#/components/responses/UnsupportedBody" },
+			});
+			expect(fits("/components/responses/UnsupportedBody/content/application~1json/schema", answer.body)).toEqual([]);
+		}
+	});
+
 	test("every operation lists the 414 a URL over MAX_URL_LENGTH gets, and gets it", async () => {
 		const padding = `?pad=${"x".repeat(MAX_URL_LENGTH)}`;
 		for (const { path, method, operation } of operationsOf(document)) {
