@@ -192,6 +192,6 @@ export const info = {
 	version: "1.0.0",
 	description:
 		"Categories, authors and games. Every failure is JSON with a string `msg`. Besides the answers listed per operation, any " +
-		"route may answer 404 (an unknown route or method), 403 (a browser origin CORS_ORIGINS does not list), 408, 414 and 431 " +
+		"route may answer 404 (an unknown route or method), 403 (a browser origin CORS_ORIGINS does not list), 408 and 431 " +
 		"(a request that is too slow or too large to read), with the text in `msg`.",
 };

@@ -130,7 +130,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					mappingPolicy: "restrict",
 					autoAliases: false,
 					aliases: docsAliases,
-					use: [docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+					// The same URL limit as the catalogue's paths: the document lists 414 on every operation.
+					use: [limitUrlLength, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
 					// The page and its script get moleculer-web's weak tag of their text; serve-static tags the files.
 					etag: "weak",
 					rateLimit: rateLimitPolicy,

@@ -57,6 +57,8 @@ const responses = {
 	}),
 	NotFound: failure("A route or method the gateway does not serve.", texts.notFound),
 	TooLarge: failure("A body over BODY_LIMIT (100 kB by default).", texts.bodyTooLarge),
+	UnsupportedBody: failure("A body in a charset or a Content-Encoding the gateway cannot read; the `msg` names it.", 'unsupported charset "KLINGON"'),
+	UrlTooLong: failure("A URL, path and query string together, over 4096 characters.", texts.urlTooLong),
 	TooManyRequests: failure("Over RATE_LIMIT requests from this address in the window, when the gateway runs with one.", texts.tooManyRequests, {
 		"Retry-After": { description: "Seconds until the window starts again.", schema: { type: "integer" } },
 	}),
@@ -163,12 +165,38 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 				...(invalid && { 400: invalid }),
 				...(WRITES.has(method) && { 401: ref("Unauthorized") }),
 				...(body && { 413: ref("TooLarge") }),
+				414: ref("UrlTooLong"),
+				...(body && { 415: ref("UnsupportedBody") }),
 				429: ref("TooManyRequests"),
 				500: ref("Internal"),
 				...(!doc.local && { 503: ref("Unavailable"), 504: ref("TimedOut") }),
 			},
 		},
 	};
+}
+
+/**
+ * The gateway serves every path with or without a trailing slash (`/category/?name=` is the
+ * interface's own form of the list). Where a path has a templated child, `/category` and
+ * `/category/{id}`, a reader of the document would take `/category/` for the child with an empty
+ * id; so that form is listed too, with the same operations under their own operationIds.
+ */
+function withTrailingSlashForms(paths: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+	const templated = Object.keys(paths).filter(path => path.includes("{"));
+	const slashForm = (path: string, methods: Record<string, unknown>) =>
+		Object.fromEntries(
+			Object.entries(methods).map(([method, operation]) => {
+				const { operationId, description } = operation as { operationId: string; description?: string };
+				const same = `The same as \`${method.toUpperCase()} ${path}\`, written with a trailing slash.`;
+				return [method, { ...(operation as object), operationId: `${operationId}.slash`, description: description ? `${same} ${description}` : same }];
+			}),
+		);
+	return Object.fromEntries(
+		Object.entries(paths).flatMap(([path, methods]) => {
+			const hasChild = !path.includes("{") && templated.some(child => child.startsWith(`${path}/{`));
+			return hasChild ? [[path, methods], [`${path}/`, slashForm(path, methods)]] : [[path, methods]];
+		}),
+	);
 }
 
 /** The document; throws when an alias leads to an action without a documentation entry. */
@@ -186,7 +214,7 @@ export function openApiDocument(sources: DocumentSources): JsonSchema {
 		openapi: "3.1.0",
 		info: sources.info,
 		tags: [...new Set(Object.values(sources.operations).map(doc => doc.tag))].map(name => ({ name })),
-		paths,
+		paths: withTrailingSlashForms(paths),
 		components: {
 			schemas: { ...sources.schemas, Failure: failureSchema },
 			responses,

