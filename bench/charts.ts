@@ -23,7 +23,7 @@ interface Bar {
 }
 
 /** The bars of every target measured without a refusal; a refused or missing run has none. */
-export function throughputBars(results: ScenarioResult[]): Bar[] {
+function throughputBars(results: ScenarioResult[]): Bar[] {
 	return results.flatMap(({ scenario, runs }) =>
 		TARGETS.flatMap(run => {
 			const measured = runs[run];
@@ -91,7 +91,7 @@ const WRITES = [
 ] as const;
 
 /** Every measure a growth step has; a step that failed before measuring gives none. */
-export function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
+function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
 	return growth.flatMap(step => [
 		...LATENCY.flatMap(([key, series]) => {
 			const value = step[key];
@@ -108,7 +108,7 @@ export function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
  * One panel: a line per target and measure over the catalogue sizes, each point labelled. The
  * latencies are on a log scale: a cached list answers in milliseconds, a computed one in seconds.
  */
-function growthPanel(panel: GrowthPoint["panel"], title: string, axis: string, targets: TargetName[], series: readonly string[], decades?: number[]) {
+function growthPanel(panel: GrowthPoint["panel"], title: string, axis: string, targets: TargetName[], series: readonly string[], logTicks?: number[]) {
 	return {
 		title,
 		width: 300,
@@ -116,7 +116,7 @@ function growthPanel(panel: GrowthPoint["panel"], title: string, axis: string, t
 		transform: [{ filter: { field: "panel", equal: panel } }],
 		encoding: {
 			x: { field: "games", type: "ordinal" as const, title: "games in the catalogue", axis: { format: ",d", labelAngle: 0 } },
-			y: { field: "value", type: "quantitative" as const, title: axis, axis: { format: ",~r", ...(decades && { values: decades }) }, scale: decades ? { type: "log" as const } : { zero: true } },
+			y: { field: "value", type: "quantitative" as const, title: axis, axis: { format: ",~r", ...(logTicks && { values: logTicks }) }, scale: logTicks ? { type: "log" as const } : { zero: true } },
 			color: { field: "run", type: "nominal" as const, title: null, scale: colour(targets), sort: targets },
 			detail: { field: "series", type: "nominal" as const },
 		},

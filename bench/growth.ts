@@ -105,9 +105,9 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 		// The rate since the last line shows whether a create costs more as the catalogue grows.
 		const progress = (done: number) => {
 			const now = performance.now();
-			const rate = ((done - last.done) / (now - last.at)) * 1000;
+			const gamesPerSecond = ((done - last.done) / (now - last.at)) * 1000;
 			last = { at: now, done };
-			log(`  ${target.name}: ${done.toLocaleString("en-US")} / ${step.toLocaleString("en-US")} games (${((now - started) / 1000).toFixed(0)} s, now ${rate.toFixed(0)} games/s)`);
+			log(`  ${target.name}: ${done.toLocaleString("en-US")} / ${step.toLocaleString("en-US")} games (${((now - started) / 1000).toFixed(0)} s, now ${gamesPerSecond.toFixed(0)} games/s)`);
 		};
 		try {
 			const keep = (game: Game, i: number) => (i < options.connections ? (updated[i] = game) : undefined);

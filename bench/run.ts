@@ -53,13 +53,13 @@ async function main(): Promise<number> {
 
 	log("embedded: starting, seeding through HTTP");
 	const { all, routes, results } = await using(() => startEmbedded(pinning, config.profileDir), async embedded => {
-		const all = chosen(scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections), config);
-		const routes = await capture(embedded.base, all);
-		const results: ScenarioResult[] = all.map(scenario => ({ scenario, answerBytes: answerBytes(routes, scenario), runs: {} }));
-		const lines = settings(machine, pinning, config, cache, all);
+		const measured = chosen(scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections), config);
+		const answers = await capture(embedded.base, measured);
+		const rows: ScenarioResult[] = measured.map(scenario => ({ scenario, answerBytes: answerBytes(answers, scenario), runs: {} }));
+		const lines = settings(machine, pinning, config, cache, measured);
 		log(lines.map(([label, value]) => `${label}: ${value}`).join("\n"));
-		await measureEach(embedded, all, results, options);
-		return { all, routes, results };
+		await measureEach(embedded, measured, rows, options);
+		return { all: measured, routes: answers, results: rows };
 	});
 
 	log("ceiling: starting");

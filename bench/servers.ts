@@ -22,7 +22,7 @@ export interface Target {
 }
 
 const answers200 = (base: string, paths: string[]) => async () =>
-	(await Promise.all(paths.map(async path => (await send(base, "GET", path, undefined, 2000)).status === 200))).every(Boolean);
+	(await Promise.all(paths.map(async route => (await send(base, "GET", route, undefined, 2000)).status === 200))).every(Boolean);
 
 async function started(target: Target, paths: string[]): Promise<Target> {
 	try {
@@ -62,7 +62,7 @@ function startNode(name: string, pinning: Pinning, profileDir: string | undefine
 		START_TIMEOUT: "30",
 		...env,
 	});
-	const kill = node.kill;
+	const kill = node.kill.bind(node);
 	node.kill = async () => {
 		await kill();
 		rmSync(folder, { recursive: true, force: true });
@@ -113,7 +113,7 @@ export async function startDistributed(pinning: Pinning, redisUrl: string | unde
 export async function startCeiling(pinning: Pinning, routes: Route[]): Promise<Target> {
 	const port = await freePort();
 	const server = startChild("ceiling", pinning, process.execPath, [path.join(__dirname, "ceiling.js"), String(port)]);
-	const wire = routes.map(({ method, path, answer }) => ({ method, path, answer: { ...answer, body: answer.body.toString("base64") } }));
+	const wire = routes.map(({ method, path: route, answer }) => ({ method, path: route, answer: { ...answer, body: answer.body.toString("base64") } }));
 	server.process.stdin?.end(JSON.stringify(wire));
 	const target: Target = { name: "ceiling", base: `http://127.0.0.1:${port}`, processes: [server], stop: () => server.kill() };
 	try {

@@ -1,8 +1,8 @@
 import type { Measurement } from "./measure";
 import { DISTRIBUTED_TARGET, type Scenario } from "./scenarios";
 
-const TARGETS = ["ceiling", "embedded", "distributed"] as const;
-type TargetName = (typeof TARGETS)[number];
+export const TARGETS = ["ceiling", "embedded", "distributed"] as const;
+export type TargetName = (typeof TARGETS)[number];
 
 /** One scenario's measurements; a target missing from `runs` was not measured (it did not start). */
 export interface ScenarioResult {
@@ -79,7 +79,7 @@ const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 export function growthTable(results: GrowthResult[]): Table {
 	const rows = [["Run", "Games", "Answer", "Requests", "Cached ms", "per MB", "Computed ms", "per MB", "Create rps", "Update rps", "RSS per process", "Note"]];
 	for (const { target, games, answerBytes, requests, meanMs, coldMs, createRps, updateRps, memory, error } of results) {
-		const perMb = (ms: number | undefined) => (ms === undefined || !answerBytes ? "—" : (ms / (answerBytes / 1_048_576)).toFixed(1));
+		const perMb = (mean: number | undefined) => (mean === undefined || !answerBytes ? "—" : (mean / (answerBytes / 1_048_576)).toFixed(1));
 		rows.push([
 			target,
 			games.toLocaleString("en-US"),

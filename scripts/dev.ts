@@ -67,7 +67,7 @@ function rebuilder() {
 	}
 
 	return {
-		changed(file: string) {
+		changed: (file: string) => {
 			pending.add(file);
 			clearTimeout(timer);
 			timer = setTimeout(build, SETTLE_MS);

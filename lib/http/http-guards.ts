@@ -11,7 +11,7 @@ import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 /** The longest URL served: room for a 200-character title filter of 4-byte characters, percent-encoded, and an id. */
-const MAX_URL_LENGTH = 4096;
+export const MAX_URL_LENGTH = 4096;
 
 /** The deepest JSON body accepted; the deepest the catalogue reads is 4 (`pageable.sort[0].property`). */
 const MAX_JSON_DEPTH = 32;

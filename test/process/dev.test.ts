@@ -37,8 +37,8 @@ function startDev(copy: string, port: number): Dev {
 		detached: true,
 	});
 	let output = "";
-	child.stdout!.on("data", chunk => (output += chunk));
-	child.stderr!.on("data", chunk => (output += chunk));
+	child.stdout.on("data", chunk => (output += chunk));
+	child.stderr.on("data", chunk => (output += chunk));
 	const exited = new Promise<number | null>(resolve => child.once("exit", code => resolve(code)));
 	return { child, output: () => output, exited };
 }

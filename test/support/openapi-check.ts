@@ -5,9 +5,9 @@
 // document is the one the gateway serves, built from the same sources (services/api.service.ts).
 // Requests written to the socket by hand (support/raw-http.ts, the fuzz suite) are not seen here.
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
-import { openApiDocument } from "../../lib/openapi";
+import { openApiDocument } from "../../lib/http/openapi";
 import { info, operations, params, schemas } from "../../services/api.docs";
-import { routeAliases } from "../../services/api.service";
+import { routeAliases } from "../../services/api.routes";
 
 type Response = { $ref?: string; content?: Record<string, { schema: object }> };
 type Operation = { responses: Record<string, Response> };

@@ -68,7 +68,7 @@ describe("the benchmark's charts (bench/charts.ts)", () => {
 		// 3 + 2 (the refused run has no bar) + 2 (no distributed run).
 		expect(marks(document, "bar")).toHaveLength(7);
 		const shown = texts(document);
-		for (const { scenario } of results) expect(shown).toContain(scenario.name);
+		for (const result of results) expect(shown).toContain(result.scenario.name);
 		expect(shown).toEqual(expect.arrayContaining(["20,000", "5,000 (25%)", "2,500 (13%)", "18,000", "1,800 (10%)", "25,000", "10,000 (40%)"]));
 		expect(shown.join("\n")).toContain("Not drawn: distributed PUT /game/{id} FAILED; distributed GET /author not run");
 	});
