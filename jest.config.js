@@ -30,7 +30,13 @@ module.exports = {
 		project("default", "white", ["<rootDir>/test/**/*.test.ts"], {}, { testPathIgnorePatterns: ["/test/contract/", "/test/mongo/"] }),
 		// Here every answer a contract test receives is also checked against the OpenAPI document
 		// (support/openapi-check.ts): once is enough, the document is the same in every layout.
-		project("contract: one broker", "cyan", [contract], { topology: "one-broker" }, { setupFilesAfterEnv: ["<rootDir>/test/support/openapi-check.ts"] }),
+		project(
+			"contract: one broker",
+			"cyan",
+			[contract],
+			{ topology: "one-broker" },
+			{ setupFilesAfterEnv: ["<rootDir>/test/support/openapi-check.ts"] },
+		),
 		project("contract: four brokers over NATS", "magenta", [contract], { topology: "nats" }),
 		// Without MONGO_URI this project runs only test/mongo, which says loudly that the contract
 		// did not run against MongoDB (and fails under CI=true unless CATALOGUE_NO_MONGODB says why).

@@ -18,7 +18,10 @@ const brokerOptions: BrokerOptions = {
 	transporter: null,
 	logLevel: config.logLevel,
 	// docs/observability.md: JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
-	logger: loggerOptions(config, [...secretsIn(config.transporter, config.redisUrl, config.mongoUri), ...(config.apiToken ? [config.apiToken] : [])]),
+	logger: loggerOptions(config, [
+		...secretsIn(config.transporter, config.redisUrl, config.mongoUri),
+		...(config.apiToken ? [config.apiToken] : []),
+	]),
 	metrics: metricsOptions(config),
 	tracing: tracingOptions(config),
 	// Reads are cached; every write moves the cache on (docs/caching.md).
@@ -28,7 +31,10 @@ const brokerOptions: BrokerOptions = {
 	requestTimeout: config.requestTimeoutMs,
 	// Retries stay off here: only actions that are safe to repeat turn them on (`readOnly`). A
 	// timed-out call is not repeated: its client has waited long enough.
-	retryPolicy: { enabled: false, check: error => Boolean((error as Errors.MoleculerRetryableError).retryable) && error.name !== "RequestTimeoutError" },
+	retryPolicy: {
+		enabled: false,
+		check: error => Boolean((error as Errors.MoleculerRetryableError).retryable) && error.name !== "RequestTimeoutError",
+	},
 	// A node that stops answering (timeouts, 5xx) is skipped for a while instead of being waited on.
 	circuitBreaker: { enabled: true, threshold: 0.5, minRequestCount: 20, windowTime: 30, halfOpenTime: 5_000 },
 	// Per action and node: a burst queues, and beyond the queue is refused (503) at once.
@@ -55,7 +61,9 @@ const brokerOptions: BrokerOptions = {
 };
 
 /** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (docs/security.md), read here, at start. */
-const transporter: BrokerOptions["transporter"] = config.transporter ? { type: "NATS", options: natsOptions(config.transporter, natsFiles()) } : null;
+const transporter: BrokerOptions["transporter"] = config.transporter
+	? { type: "NATS", options: natsOptions(config.transporter, natsFiles()) }
+	: null;
 
 // moleculer-runner replaces every option named like a variable of the environment with its text:
 // TRANSPORTER would become the bare URL, which moleculer reads itself (a token as a user name,

@@ -26,7 +26,11 @@ async function main() {
 	const answers = new Map<string, Prepared>();
 	for (const { method, path, answer } of routes) {
 		const body = Buffer.from(answer.body, "base64");
-		answers.set(`${method} ${path}`, { status: answer.status, headers: { "Content-Type": answer.contentType, "Content-Length": body.length }, body });
+		answers.set(`${method} ${path}`, {
+			status: answer.status,
+			headers: { "Content-Type": answer.contentType, "Content-Length": body.length },
+			body,
+		});
 	}
 	const notFound = Buffer.from(JSON.stringify({ msg: "Not found" }));
 	createServer((req, res) => {

@@ -10,7 +10,13 @@ import { TARGETS, type GrowthResult, type ScenarioResult, type TargetName } from
 const COLOURS: Record<TargetName, string> = { ceiling: "#9e9e9e", embedded: "#1f77b4", distributed: "#ff7f0e" };
 const colour = (targets: readonly TargetName[]) => ({ domain: [...targets], range: targets.map(name => COLOURS[name]) });
 
-const CONFIG = { font: "sans-serif", background: "white", view: { stroke: null }, axis: { labelFontSize: 11, titleFontSize: 12 }, legend: { orient: "top", labelLimit: 300 } } as const;
+const CONFIG = {
+	font: "sans-serif",
+	background: "white",
+	view: { stroke: null },
+	axis: { labelFontSize: 11, titleFontSize: 12 },
+	legend: { orient: "top", labelLimit: 300 },
+} as const;
 
 const thousands = (value: number) => Math.round(value).toLocaleString("en-US");
 
@@ -38,7 +44,9 @@ function throughputBars(results: ScenarioResult[]): Bar[] {
 /** What the chart leaves out, for its subtitle: the runs that were refused or not made. */
 function missing(results: ScenarioResult[]): string[] {
 	return results.flatMap(({ scenario, runs }) =>
-		TARGETS.flatMap(run => (!runs[run] ? [`${run} ${scenario.name} not run`] : runs[run].failures ? [`${run} ${scenario.name} FAILED`] : [])),
+		TARGETS.flatMap(run =>
+			!runs[run] ? [`${run} ${scenario.name} not run`] : runs[run].failures ? [`${run} ${scenario.name} FAILED`] : [],
+		),
 	);
 }
 
@@ -59,14 +67,23 @@ function throughputSpec(results: ScenarioResult[]): TopLevelSpec {
 		height: { step: 18 },
 		data: { values: throughputBars(results) },
 		encoding: {
-			y: { field: "scenario", type: "nominal", sort: results.map(({ scenario }) => scenario.name), title: null, axis: { labelLimit: 300 } },
+			y: {
+				field: "scenario",
+				type: "nominal",
+				sort: results.map(({ scenario }) => scenario.name),
+				title: null,
+				axis: { labelLimit: 300 },
+			},
 			yOffset: { field: "run", type: "nominal", sort: [...TARGETS] },
 			x: { field: "rps", type: "quantitative", title: "requests per second", axis: { format: ",d" } },
 			color: { field: "run", type: "nominal", title: null, scale: colour(TARGETS), sort: [...TARGETS] },
 		},
 		layer: [
 			{ mark: { type: "bar", height: { band: 1 } } },
-			{ mark: { type: "text", align: "left", dx: 3, fontSize: 10 }, encoding: { text: { field: "label" }, color: { value: "#333" } } },
+			{
+				mark: { type: "text", align: "left", dx: 3, fontSize: 10 },
+				encoding: { text: { field: "label" }, color: { value: "#333" } },
+			},
 		],
 	};
 }
@@ -95,11 +112,15 @@ function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
 	return growth.flatMap(step => [
 		...LATENCY.flatMap(([key, series]) => {
 			const value = step[key];
-			return value === undefined ? [] : [{ panel: "latency" as const, series, run: step.target, games: step.games, value, label: `${value.toFixed(0)} ms` }];
+			return value === undefined
+				? []
+				: [{ panel: "latency" as const, series, run: step.target, games: step.games, value, label: `${value.toFixed(0)} ms` }];
 		}),
 		...WRITES.flatMap(([key, series]) => {
 			const value = step[key];
-			return value === undefined ? [] : [{ panel: "throughput" as const, series, run: step.target, games: step.games, value, label: thousands(value) }];
+			return value === undefined
+				? []
+				: [{ panel: "throughput" as const, series, run: step.target, games: step.games, value, label: thousands(value) }];
 		}),
 	]);
 }
@@ -108,7 +129,14 @@ function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
  * One panel: a line per target and measure over the catalogue sizes, each point labelled. The
  * latencies are on a log scale: a cached list answers in milliseconds, a computed one in seconds.
  */
-function growthPanel(panel: GrowthPoint["panel"], title: string, axis: string, targets: TargetName[], series: readonly string[], logTicks?: number[]) {
+function growthPanel(
+	panel: GrowthPoint["panel"],
+	title: string,
+	axis: string,
+	targets: TargetName[],
+	series: readonly string[],
+	logTicks?: number[],
+) {
 	return {
 		title,
 		width: 300,
@@ -116,14 +144,29 @@ function growthPanel(panel: GrowthPoint["panel"], title: string, axis: string, t
 		transform: [{ filter: { field: "panel", equal: panel } }],
 		encoding: {
 			x: { field: "games", type: "ordinal" as const, title: "games in the catalogue", axis: { format: ",d", labelAngle: 0 } },
-			y: { field: "value", type: "quantitative" as const, title: axis, axis: { format: ",~r", ...(logTicks && { values: logTicks }) }, scale: logTicks ? { type: "log" as const } : { zero: true } },
+			y: {
+				field: "value",
+				type: "quantitative" as const,
+				title: axis,
+				axis: { format: ",~r", ...(logTicks && { values: logTicks }) },
+				scale: logTicks ? { type: "log" as const } : { zero: true },
+			},
 			color: { field: "run", type: "nominal" as const, title: null, scale: colour(targets), sort: targets },
 			detail: { field: "series", type: "nominal" as const },
 		},
 		layer: [
-			{ mark: { type: "line" as const }, encoding: { strokeDash: { field: "series", type: "nominal" as const, title: null, sort: [...series] } } },
-			{ mark: { type: "point" as const, filled: true, size: 40 }, encoding: { shape: { field: "series", type: "nominal" as const, title: null, sort: [...series] } } },
-			{ mark: { type: "text" as const, align: "left" as const, dx: 6, dy: -6, fontSize: 10 }, encoding: { text: { field: "label", type: "nominal" as const } } },
+			{
+				mark: { type: "line" as const },
+				encoding: { strokeDash: { field: "series", type: "nominal" as const, title: null, sort: [...series] } },
+			},
+			{
+				mark: { type: "point" as const, filled: true, size: 40 },
+				encoding: { shape: { field: "series", type: "nominal" as const, title: null, sort: [...series] } },
+			},
+			{
+				mark: { type: "text" as const, align: "left" as const, dx: 6, dy: -6, fontSize: 10 },
+				encoding: { text: { field: "label", type: "nominal" as const } },
+			},
 		],
 	};
 }
@@ -138,19 +181,37 @@ function decades(values: number[]): number[] {
 function growthSpec(growth: GrowthResult[]): TopLevelSpec {
 	const points = growthPoints(growth);
 	const targets = TARGETS.filter(name => growth.some(step => step.target === name));
-	const failed = growth.filter(step => step.error).map(step => `${step.target}${step.games > 0 ? ` at ${thousands(step.games)} games` : ""}: ${step.error}`);
+	const failed = growth
+		.filter(step => step.error)
+		.map(step => `${step.target}${step.games > 0 ? ` at ${thousands(step.games)} games` : ""}: ${step.error}`);
 	return {
 		$schema: "https://vega.github.io/schema/vega-lite/v6.json",
 		title: {
 			text: "Cost against the catalogue's size",
-			subtitle: ["The whole game list's mean latency, and the writes per second, at each size", ...failed.map(line => `Failed: ${line.slice(0, 120)}`)],
+			subtitle: [
+				"The whole game list's mean latency, and the writes per second, at each size",
+				...failed.map(line => `Failed: ${line.slice(0, 120)}`),
+			],
 			anchor: "start",
 		},
 		config: CONFIG,
 		data: { values: points },
 		hconcat: [
-			growthPanel("latency", "GET /game: mean latency", "ms per request (log scale)", targets, LATENCY.map(([, name]) => name), decades(points.filter(point => point.panel === "latency").map(point => point.value))),
-			growthPanel("throughput", "Writes per second", "requests per second", targets, WRITES.map(([, name]) => name)),
+			growthPanel(
+				"latency",
+				"GET /game: mean latency",
+				"ms per request (log scale)",
+				targets,
+				LATENCY.map(([, name]) => name),
+				decades(points.filter(point => point.panel === "latency").map(point => point.value)),
+			),
+			growthPanel(
+				"throughput",
+				"Writes per second",
+				"requests per second",
+				targets,
+				WRITES.map(([, name]) => name),
+			),
 		],
 		resolve: { scale: { y: "independent", strokeDash: "independent", shape: "independent" } },
 	};
@@ -181,7 +242,11 @@ export async function growthChart(growth: GrowthResult[]): Promise<string | unde
 export async function writeCharts(folder: string, results: ScenarioResult[], growth: GrowthResult[]): Promise<string[]> {
 	const charts: [string, string | undefined, string][] = [
 		["throughput.svg", await throughputChart(results), "no scenario was measured"],
-		["growth.svg", await growthChart(growth), growth.length === 0 ? "growth was not run (BENCH_GROWTH empty)" : "no growth step was measured"],
+		[
+			"growth.svg",
+			await growthChart(growth),
+			growth.length === 0 ? "growth was not run (BENCH_GROWTH empty)" : "no growth step was measured",
+		],
 	];
 	return charts.map(([name, svg, why]) => {
 		if (svg === undefined) return `chart ${name} not drawn: ${why}`;

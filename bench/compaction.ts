@@ -43,7 +43,8 @@ async function main(): Promise<void> {
 	const { db } = service.adapter;
 	try {
 		for (const fieldName of ["category", "author"]) await db.ensureIndexAsync({ fieldName });
-		for (const fieldName of ["draft", "change.category", "change.author", "change.at"]) await db.ensureIndexAsync({ fieldName, sparse: true });
+		for (const fieldName of ["draft", "change.category", "change.author", "change.at"])
+			await db.ensureIndexAsync({ fieldName, sparse: true });
 		const categories = Array.from({ length: 20 }, () => newId());
 		const authors = Array.from({ length: 500 }, () => newId());
 		const docs = Array.from({ length: games }, (_, n) => ({

@@ -40,7 +40,10 @@ function whole(name: string, fallback: number, min: number, max: number): number
 
 /** "10000,100000" to [10000, 100000]; "" to none. */
 function growthSteps(value: string | undefined): number[] {
-	const items = (value ?? "10000,100000").split(",").map(item => item.trim()).filter(Boolean);
+	const items = (value ?? "10000,100000")
+		.split(",")
+		.map(item => item.trim())
+		.filter(Boolean);
 	const steps = items.map(item => {
 		const number = Number(item);
 		if (!Number.isInteger(number) || number < 1 || number > 10_000_000)
@@ -62,7 +65,10 @@ export function readConfig(): BenchConfig {
 		growthS: whole("BENCH_GROWTH_DURATION", 5, 1, 600),
 		seedConcurrency: whole("BENCH_SEED_CONCURRENCY", 24, 1, 128),
 		redisUrl: process.env.REDIS_URL || undefined,
-		only: (process.env.BENCH_ONLY ?? "").split(",").map(name => name.trim()).filter(Boolean),
+		only: (process.env.BENCH_ONLY ?? "")
+			.split(",")
+			.map(name => name.trim())
+			.filter(Boolean),
 		profileDir: process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined,
 		// dist/bench/config.js: the repository is two folders up.
 		chartsDir: path.resolve(process.env.BENCH_CHARTS || path.join(__dirname, "../../docs/images")),

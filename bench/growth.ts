@@ -49,7 +49,11 @@ const mean = (timings: number[]) => timings.reduce((sum, ms) => sum + ms, 0) / t
  * `GET /game` answered from the cache, and computed afresh: before each of those, the first
  * category is written with its own name, which makes every cached game list unreachable.
  */
-async function timeList(base: string, seconds: number, category: Category): Promise<Pick<GrowthResult, "answerBytes" | "requests" | "meanMs" | "coldMs" | "error">> {
+async function timeList(
+	base: string,
+	seconds: number,
+	category: Category,
+): Promise<Pick<GrowthResult, "answerBytes" | "requests" | "meanMs" | "coldMs" | "error">> {
 	const cached: number[] = [];
 	const cold: number[] = [];
 	const rename = async () => {
@@ -107,7 +111,9 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 			const now = performance.now();
 			const gamesPerSecond = ((done - last.done) / (now - last.at)) * 1000;
 			last = { at: now, done };
-			log(`  ${target.name}: ${done.toLocaleString("en-US")} / ${step.toLocaleString("en-US")} games (${((now - started) / 1000).toFixed(0)} s, now ${gamesPerSecond.toFixed(0)} games/s)`);
+			log(
+				`  ${target.name}: ${done.toLocaleString("en-US")} / ${step.toLocaleString("en-US")} games (${((now - started) / 1000).toFixed(0)} s, now ${gamesPerSecond.toFixed(0)} games/s)`,
+			);
 		};
 		try {
 			const keep = (game: Game, i: number) => (i < options.connections ? (updated[i] = game) : undefined);
@@ -119,12 +125,21 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 		}
 		const timed = await timeList(target.base, options.seconds, seeded.categories[0]);
 		const writes = await timeWrites(target.base, seeded, updated, options).catch((err): Writes => ({ error: describeError(err) }));
-		const result: GrowthResult = { target: target.name, games: step, ...timed, ...writes, error: timed.error ?? writes.error, memory: memory() };
+		const result: GrowthResult = {
+			target: target.name,
+			games: step,
+			...timed,
+			...writes,
+			error: timed.error ?? writes.error,
+			memory: memory(),
+		};
 		results.push(result);
 		const summary = timed.error
 			? `FAILED: ${timed.error}`
 			: `${timed.requests} lists of ${timed.answerBytes} bytes, mean ${timed.meanMs?.toFixed(0)} ms cached, ${timed.coldMs?.toFixed(0)} ms computed`;
-		const written = writes.error ? `writes FAILED: ${writes.error}` : `${writes.createRps?.toFixed(0)} creates/s, ${writes.updateRps?.toFixed(0)} updates/s`;
+		const written = writes.error
+			? `writes FAILED: ${writes.error}`
+			: `${writes.createRps?.toFixed(0)} creates/s, ${writes.updateRps?.toFixed(0)} updates/s`;
 		log(`  ${target.name}: ${step.toLocaleString("en-US")} games: ${summary}; ${written}`);
 		games = await countGames(target.base);
 	}

@@ -45,7 +45,8 @@ function allowedCores(): number[] {
  */
 export function pinLoadGenerator(): Pinning {
 	const cores = allowedCores();
-	if (!TASKSET) return { serverCore: null, loadCore: null, note: "UNPINNED: taskset not found; servers and load generator share every core" };
+	if (!TASKSET)
+		return { serverCore: null, loadCore: null, note: "UNPINNED: taskset not found; servers and load generator share every core" };
 	if (cores.length < 2) return { serverCore: null, loadCore: null, note: "UNPINNED: only one core; servers and load generator share it" };
 	const [serverCore, loadCore] = cores;
 	try {

@@ -94,7 +94,10 @@ export async function waitUntil(what: string, ready: () => Promise<boolean>, wat
 	const printed = () => watched.map(child => `--- ${child.name}:\n${child.output()}`).join("\n");
 	while (!(await ready().catch(() => false))) {
 		const ended = watched.find(child => !child.running());
-		if (ended) throw new Error(`waiting until ${what}: ${ended.name} exited (${ended.process.exitCode ?? ended.process.signalCode})\n${printed()}`);
+		if (ended)
+			throw new Error(
+				`waiting until ${what}: ${ended.name} exited (${ended.process.exitCode ?? ended.process.signalCode})\n${printed()}`,
+			);
 		if (Date.now() > deadline) throw new Error(`not ${what} within ${timeoutMs / 1000} s\n${printed()}`);
 		await new Promise(resolve => setTimeout(resolve, 100));
 	}

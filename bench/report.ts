@@ -20,7 +20,11 @@ export interface CacheChoice {
  */
 export async function chooseCache(given: string | undefined): Promise<CacheChoice> {
 	if (given) return { redisUrl: given, note: `Redis from REDIS_URL, ${hideCredentials(given)}` };
-	if (await accepts(6379)) return { redisUrl: "redis://127.0.0.1:6379", note: "Redis at redis://127.0.0.1:6379 (REDIS_URL unset; this one accepts connections)" };
+	if (await accepts(6379))
+		return {
+			redisUrl: "redis://127.0.0.1:6379",
+			note: "Redis at redis://127.0.0.1:6379 (REDIS_URL unset; this one accepts connections)",
+		};
 	return { redisUrl: undefined, note: "none: REDIS_URL unset and nothing accepts on 127.0.0.1:6379" };
 }
 
@@ -31,7 +35,10 @@ export function settings(machine: Machine, pinning: Pinning, config: BenchConfig
 		["Node", machine.node],
 		["Date", machine.date],
 		["Pinning", pinning.note],
-		["Data set", `${config.categories} categories, ${config.authors} authors, ${config.games} games, in NeDB files (npm start's default), the access log on`],
+		[
+			"Data set",
+			`${config.categories} categories, ${config.authors} authors, ${config.games} games, in NeDB files (npm start's default), the access log on`,
+		],
 		["Runs", `${config.durationS} s measured after ${config.warmupS} s of warm-up, ${config.connections} connections (autocannon)`],
 		["Embedded cache", "memory (the default: no REDIS_URL)"],
 		["Distributed cache", cache.note],

@@ -21,7 +21,8 @@ const answerBytes = (routes: Route[], scenario: Scenario) =>
 	routes.find(route => route.method === scenario.method && route.path === scenario.requests[0].path)?.answer.body.length ?? 0;
 
 /** The scenarios BENCH_ONLY names, or all. */
-const chosen = (all: Scenario[], { only }: BenchConfig) => (only.length === 0 ? all : all.filter(scenario => only.some(name => scenario.name.includes(name))));
+const chosen = (all: Scenario[], { only }: BenchConfig) =>
+	only.length === 0 ? all : all.filter(scenario => only.some(name => scenario.name.includes(name)));
 
 /** Runs every scenario against `target`; `all[i]` is the target's own request for `results[i]`. */
 async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions) {
@@ -52,30 +53,39 @@ async function main(): Promise<number> {
 	const problems: string[] = [];
 
 	log("embedded: starting, seeding through HTTP");
-	const { all, routes, results } = await using(() => startEmbedded(pinning, config.profileDir), async embedded => {
-		const measured = chosen(scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections), config);
-		const answers = await capture(embedded.base, measured);
-		const rows: ScenarioResult[] = measured.map(scenario => ({ scenario, answerBytes: answerBytes(answers, scenario), runs: {} }));
-		const lines = settings(machine, pinning, config, cache, measured);
-		log(lines.map(([label, value]) => `${label}: ${value}`).join("\n"));
-		await measureEach(embedded, measured, rows, options);
-		return { all: measured, routes: answers, results: rows };
-	});
-
-	log("ceiling: starting");
-	await using(() => startCeiling(pinning, routes), ceiling => measureEach(ceiling, all, results, options)).catch(err =>
-		problems.push(`ceiling: ${describeError(err)}`),
+	const { all, routes, results } = await using(
+		() => startEmbedded(pinning, config.profileDir),
+		async embedded => {
+			const measured = chosen(scenarios(await seed(embedded.base, config, config.seedConcurrency), config.connections), config);
+			const answers = await capture(embedded.base, measured);
+			const rows: ScenarioResult[] = measured.map(scenario => ({ scenario, answerBytes: answerBytes(answers, scenario), runs: {} }));
+			const lines = settings(machine, pinning, config, cache, measured);
+			log(lines.map(([label, value]) => `${label}: ${value}`).join("\n"));
+			await measureEach(embedded, measured, rows, options);
+			return { all: measured, routes: answers, results: rows };
+		},
 	);
 
+	log("ceiling: starting");
+	await using(
+		() => startCeiling(pinning, routes),
+		ceiling => measureEach(ceiling, all, results, options),
+	).catch(err => problems.push(`ceiling: ${describeError(err)}`));
+
 	log("distributed: starting nats-server and four nodes, seeding through HTTP");
-	await using(() => startDistributed(pinning, cache.redisUrl, config.profileDir), async distributed => {
-		const own = chosen(scenarios(await seed(distributed.base, config, config.seedConcurrency), config.connections), config);
-		const ownRoutes = await capture(distributed.base, own);
-		for (const [i, scenario] of own.entries())
-			if (answerBytes(ownRoutes, scenario) !== results[i].answerBytes)
-				log(`  note: distributed ${scenario.name} answers ${answerBytes(ownRoutes, scenario)} B, embedded ${results[i].answerBytes} B`);
-		await measureEach(distributed, own, results, options);
-	}).catch(err => problems.push(`distributed: ${describeError(err)}`));
+	await using(
+		() => startDistributed(pinning, cache.redisUrl, config.profileDir),
+		async distributed => {
+			const own = chosen(scenarios(await seed(distributed.base, config, config.seedConcurrency), config.connections), config);
+			const ownRoutes = await capture(distributed.base, own);
+			for (const [i, scenario] of own.entries())
+				if (answerBytes(ownRoutes, scenario) !== results[i].answerBytes)
+					log(
+						`  note: distributed ${scenario.name} answers ${answerBytes(ownRoutes, scenario)} B, embedded ${results[i].answerBytes} B`,
+					);
+			await measureEach(distributed, own, results, options);
+		},
+	).catch(err => problems.push(`distributed: ${describeError(err)}`));
 
 	const lines = settings(machine, pinning, config, cache, all);
 	log(`\n${lines.map(([label, value]) => `${label}: ${value}`).join("\n")}\n\n${asText(mainTable(results))}\n`);
@@ -94,7 +104,11 @@ async function main(): Promise<number> {
 	);
 
 	for (const problem of problems) log(`FAILED ${problem}`);
-	const refused = results.flatMap(({ scenario, runs }) => Object.entries(runs).filter(([, run]) => run.failures).map(([name]) => `${name} ${scenario.name}`));
+	const refused = results.flatMap(({ scenario, runs }) =>
+		Object.entries(runs)
+			.filter(([, run]) => run.failures)
+			.map(([name]) => `${name} ${scenario.name}`),
+	);
 	if (refused.length > 0) log(`REFUSED (answers other than 2xx): ${refused.join("; ")}`);
 	return problems.length > 0 || refused.length > 0 ? 1 : 0;
 }
@@ -103,7 +117,14 @@ async function main(): Promise<number> {
 async function measureGrowth(config: BenchConfig, pinning: Pinning, cache: CacheChoice): Promise<GrowthResult[]> {
 	if (config.growth.length === 0) return [];
 	const growth: GrowthResult[] = [];
-	const options = { categories: config.categories, authors: config.authors, steps: config.growth, seconds: config.growthS, concurrency: config.seedConcurrency, connections: config.connections };
+	const options = {
+		categories: config.categories,
+		authors: config.authors,
+		steps: config.growth,
+		seconds: config.growthS,
+		concurrency: config.seedConcurrency,
+		connections: config.connections,
+	};
 	const starts: [Target["name"], () => Promise<Target>][] = [
 		["embedded", () => startEmbedded(pinning)],
 		["distributed", () => startDistributed(pinning, cache.redisUrl)],
@@ -118,7 +139,10 @@ async function measureGrowth(config: BenchConfig, pinning: Pinning, cache: Cache
 	return growth;
 }
 
-for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const)
+for (const [signal, code] of [
+	["SIGINT", 130],
+	["SIGTERM", 143],
+] as const)
 	process.once(signal, () => {
 		log(`\n${signal}: stopping every server`);
 		void killAll().finally(() => process.exit(code));

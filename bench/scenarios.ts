@@ -25,7 +25,8 @@ const PAGE = JSON.stringify({ pageable: { pageNumber: 0, pageSize: 10, sort: [{ 
 const GAME_PAGE = JSON.stringify({ pageable: { pageNumber: 1, pageSize: 20, sort: [{ property: "title", direction: "desc" }] } });
 
 /** The body that writes a game exactly as it is stored, so the update changes nothing anyone reads. */
-const unchanged = (game: Game) => JSON.stringify({ title: game.title, age: game.age, category: { id: game.category }, author: { id: game.author } });
+const unchanged = (game: Game) =>
+	JSON.stringify({ title: game.title, age: game.age, category: { id: game.category }, author: { id: game.author } });
 
 /**
  * Each connection updates a game of its own: updates of one game wait for each other (the
@@ -63,7 +64,13 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 	const found = seeded.games.filter(game => game.category === first.category && game.title.toLowerCase().includes(word)).length;
 	const updated = seeded.games.slice(0, Math.min(connections, seeded.games.length));
 	return [
-		{ name: "GET /game", method: "GET", requests: [{ path: "/game" }], embeddedTarget: 0.15, detail: `all ${seeded.games.length} games, populated` },
+		{
+			name: "GET /game",
+			method: "GET",
+			requests: [{ path: "/game" }],
+			embeddedTarget: 0.15,
+			detail: `all ${seeded.games.length} games, populated`,
+		},
 		{
 			name: "GET /game?title&idCategory",
 			method: "GET",
@@ -72,9 +79,21 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 			detail: `title "${word}" in one category: ${found} games`,
 		},
 		{ name: "POST /author (page)", method: "POST", requests: [{ path: "/author", body: PAGE }], embeddedTarget: 0.2, detail: PAGE },
-		{ name: "POST /game (page)", method: "POST", requests: [{ path: "/game", body: GAME_PAGE }], embeddedTarget: 0.2, detail: `${GAME_PAGE}, populated` },
+		{
+			name: "POST /game (page)",
+			method: "POST",
+			requests: [{ path: "/game", body: GAME_PAGE }],
+			embeddedTarget: 0.2,
+			detail: `${GAME_PAGE}, populated`,
+		},
 		updateScenario(updated),
-		{ name: "GET /author", method: "GET", requests: [{ path: "/author" }], embeddedTarget: 0.2, detail: `all ${seeded.authors.length} authors` },
+		{
+			name: "GET /author",
+			method: "GET",
+			requests: [{ path: "/author" }],
+			embeddedTarget: 0.2,
+			detail: `all ${seeded.authors.length} authors`,
+		},
 		createScenario(seeded, connections),
 	];
 }
@@ -97,7 +116,9 @@ export async function capture(base: string, all: Scenario[]): Promise<Route[]> {
 			if (routes.some(route => route.method === scenario.method && route.path === path)) continue;
 			const answer = await send(base, scenario.method, path, body);
 			if (answer.status !== 200)
-				throw new Error(`${scenario.name}: ${scenario.method} ${path} answered ${answer.status} ${answer.body.toString().slice(0, 300)}`);
+				throw new Error(
+					`${scenario.name}: ${scenario.method} ${path} answered ${answer.status} ${answer.body.toString().slice(0, 300)}`,
+				);
 			routes.push({ method: scenario.method, path, answer });
 		}
 	return routes;

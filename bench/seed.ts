@@ -12,7 +12,18 @@ export interface Seeded {
 	games: Game[];
 }
 
-const CATEGORY_NAMES = ["Eurogames", "Wargames", "Party games", "Abstract strategy", "Deck builders", "Cooperative", "Family", "Worker placement", "Roll and write", "Legacy"];
+const CATEGORY_NAMES = [
+	"Eurogames",
+	"Wargames",
+	"Party games",
+	"Abstract strategy",
+	"Deck builders",
+	"Cooperative",
+	"Family",
+	"Worker placement",
+	"Roll and write",
+	"Legacy",
+];
 const FIRST_NAMES = ["Reiner", "Uwe", "Elizabeth", "Vital", "Jamey", "Antoine", "Matt", "Isaac", "Corey", "Alexander"];
 const LAST_NAMES = ["Knizia", "Rosenberg", "Hargrave", "Lacerda", "Stegmaier", "Bauza", "Leacock", "Childres", "Konieczka", "Pfister"];
 const NATIONALITIES = ["German", "American", "Portuguese", "French", "Polish", "Spanish", "Japanese", "Italian"];

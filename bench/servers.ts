@@ -41,7 +41,18 @@ async function started(target: Target, paths: string[]): Promise<Target> {
  * unless `startNode` sets them.
  */
 const CLEARED = [
-	...["SERVICES", "TRANSPORTER", "REDIS_URL", "MONGO_URI", "DATA_DIR", "API_TOKEN", "RATE_LIMIT", "RATE_LIMIT_WINDOW", "CORS_ORIGINS", "HEALTH_PORT"],
+	...[
+		"SERVICES",
+		"TRANSPORTER",
+		"REDIS_URL",
+		"MONGO_URI",
+		"DATA_DIR",
+		"API_TOKEN",
+		"RATE_LIMIT",
+		"RATE_LIMIT_WINDOW",
+		"CORS_ORIGINS",
+		"HEALTH_PORT",
+	],
 	...["BODY_LIMIT", "REQUEST_TIMEOUT", "STORAGE", "LOGLEVEL", "LOG_FORMAT", "CACHE_MAX_MB"],
 ];
 
@@ -55,13 +66,19 @@ function startNode(name: string, pinning: Pinning, profileDir: string | undefine
 	const cleared = Object.fromEntries(CLEARED.map(variable => [variable, undefined]));
 	const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", path.join(profileDir, name)] : [];
 	const folder = mkdtempSync(path.join(tmpdir(), `catalogue-bench-${name}-`));
-	const node = startChild(name, pinning, process.execPath, [...profile, RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")], {
-		...cleared,
-		SERVICEDIR: path.join(ROOT, "dist/services"),
-		DATA_DIR: folder,
-		START_TIMEOUT: "30",
-		...env,
-	});
+	const node = startChild(
+		name,
+		pinning,
+		process.execPath,
+		[...profile, RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")],
+		{
+			...cleared,
+			SERVICEDIR: path.join(ROOT, "dist/services"),
+			DATA_DIR: folder,
+			START_TIMEOUT: "30",
+			...env,
+		},
+	);
 	const kill = node.kill.bind(node);
 	node.kill = async () => {
 		await kill();
@@ -84,7 +101,14 @@ export async function startEmbedded(pinning: Pinning, profileDir?: string): Prom
  */
 async function startNats(pinning: Pinning): Promise<{ url: string; server: Child }> {
 	const port = await freePort();
-	const server = startChild("nats-server", pinning, NATS_SERVER, ["-c", path.join(ROOT, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)]);
+	const server = startChild("nats-server", pinning, NATS_SERVER, [
+		"-c",
+		path.join(ROOT, "nats.conf"),
+		"-a",
+		"127.0.0.1",
+		"-p",
+		String(port),
+	]);
 	try {
 		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);
 	} catch (err) {
@@ -113,7 +137,11 @@ export async function startDistributed(pinning: Pinning, redisUrl: string | unde
 export async function startCeiling(pinning: Pinning, routes: Route[]): Promise<Target> {
 	const port = await freePort();
 	const server = startChild("ceiling", pinning, process.execPath, [path.join(__dirname, "ceiling.js"), String(port)]);
-	const wire = routes.map(({ method, path: route, answer }) => ({ method, path: route, answer: { ...answer, body: answer.body.toString("base64") } }));
+	const wire = routes.map(({ method, path: route, answer }) => ({
+		method,
+		path: route,
+		answer: { ...answer, body: answer.body.toString("base64") },
+	}));
 	server.process.stdin?.end(JSON.stringify(wire));
 	const target: Target = { name: "ceiling", base: `http://127.0.0.1:${port}`, processes: [server], stop: () => server.kill() };
 	try {

@@ -77,9 +77,25 @@ export interface GrowthResult {
 const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 
 export function growthTable(results: GrowthResult[]): Table {
-	const rows = [["Run", "Games", "Answer", "Requests", "Cached ms", "per MB", "Computed ms", "per MB", "Create rps", "Update rps", "RSS per process", "Note"]];
+	const rows = [
+		[
+			"Run",
+			"Games",
+			"Answer",
+			"Requests",
+			"Cached ms",
+			"per MB",
+			"Computed ms",
+			"per MB",
+			"Create rps",
+			"Update rps",
+			"RSS per process",
+			"Note",
+		],
+	];
 	for (const { target, games, answerBytes, requests, meanMs, coldMs, createRps, updateRps, memory, error } of results) {
-		const perMb = (mean: number | undefined) => (mean === undefined || !answerBytes ? "—" : (mean / (answerBytes / 1_048_576)).toFixed(1));
+		const perMb = (mean: number | undefined) =>
+			mean === undefined || !answerBytes ? "—" : (mean / (answerBytes / 1_048_576)).toFixed(1);
 		rows.push([
 			target,
 			games.toLocaleString("en-US"),
@@ -101,7 +117,10 @@ export function growthTable(results: GrowthResult[]): Table {
 export function asText({ rows, right }: Table): string {
 	const widths = rows[0].map((_, column) => Math.max(...rows.map(row => row[column].length)));
 	const line = (row: string[]) =>
-		row.map((cell, column) => (right[column] ? cell.padStart(widths[column]) : cell.padEnd(widths[column]))).join("  ").trimEnd();
+		row
+			.map((cell, column) => (right[column] ? cell.padStart(widths[column]) : cell.padEnd(widths[column])))
+			.join("  ")
+			.trimEnd();
 	return [line(rows[0]), widths.map(width => "-".repeat(width)).join("  "), ...rows.slice(1).map(line)].join("\n");
 }
 

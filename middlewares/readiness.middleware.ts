@@ -7,7 +7,6 @@ import { healthAnswer, isHealthPath, type HealthPath, type Readiness } from "../
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
 
-
 interface NatsConnection {
 	rtt(): Promise<number>;
 }

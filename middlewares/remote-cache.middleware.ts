@@ -19,7 +19,8 @@ export const remoteReadsCache: Middleware = {
 		if (!from) return next;
 		return async function cachedRemoteCall(this: Service, ctx: Context<unknown, { $cache?: boolean }>): Promise<unknown> {
 			const { cacher } = ctx.broker;
-			if (!cacher || cacher.connected === false || ctx.meta.$cache === false || !knowsGenerations(ctx.broker, from)) return next.call(this, ctx);
+			if (!cacher || cacher.connected === false || ctx.meta.$cache === false || !knowsGenerations(ctx.broker, from))
+				return next.call(this, ctx);
 			const key = cacheKey(ctx.broker, action, ctx.params)!;
 			// Redis lost in the middle of a read: the read goes to the node, as without a cache.
 			const cached: unknown = await cacher.get(key).catch(() => undefined);

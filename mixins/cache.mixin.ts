@@ -1,4 +1,12 @@
-import { Cachers, type ActionCacheOptions, type ActionSchema, type Context, type Service, type ServiceBroker, type ServiceSchema } from "moleculer";
+import {
+	Cachers,
+	type ActionCacheOptions,
+	type ActionSchema,
+	type Context,
+	type Service,
+	type ServiceBroker,
+	type ServiceSchema,
+} from "moleculer";
 import { answerKey, answerTag, generationKey, generationStamp, NEXT_GENERATION } from "../lib/cache/cache";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 
@@ -51,7 +59,11 @@ function fieldsRead(action: CachedAction, params: unknown): Record<string, unkno
 	// Without it, a field the rules do not name would reach the handler but not the key.
 	if (rules?.$$strict !== "remove") throw new Error(`${action.name} is cached, so its params must be declared with $$strict: "remove"`);
 	const sent = (params ?? {}) as Record<string, unknown>;
-	return Object.fromEntries(Object.keys(rules).filter(field => !field.startsWith("$$") && Object.hasOwn(sent, field)).map(field => [field, sent[field]]));
+	return Object.fromEntries(
+		Object.keys(rules)
+			.filter(field => !field.startsWith("$$") && Object.hasOwn(sent, field))
+			.map(field => [field, sent[field]]),
+	);
 }
 
 /**
@@ -103,11 +115,15 @@ async function nextGeneration(broker: ServiceBroker, service: string): Promise<n
 	const redis = redisOf(broker);
 	if (!redis?.connected) return seen + 1;
 	let timer: NodeJS.Timeout | undefined;
-	const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_WAIT_MS} ms`)), REDIS_WAIT_MS)));
+	const late = new Promise<never>(
+		(_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_WAIT_MS} ms`)), REDIS_WAIT_MS)),
+	);
 	try {
 		return Number(await Promise.race([redis.client.eval(NEXT_GENERATION, 1, generationKey(broker.namespace, service), seen), late]));
 	} catch (err) {
-		broker.logger.warn(`Redis did not give ${service} its next cache generation (${(err as Error).message}); this node takes ${seen + 1}.`);
+		broker.logger.warn(
+			`Redis did not give ${service} its next cache generation (${(err as Error).message}); this node takes ${seen + 1}.`,
+		);
 		return seen + 1;
 	} finally {
 		clearTimeout(timer);

@@ -110,7 +110,10 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims =
 				cache: cachedFrom(collection),
 				params: {
 					$$strict: "remove",
-					id: [{ type: "string", empty: false }, { type: "array", items: "string" }],
+					id: [
+						{ type: "string", empty: false },
+						{ type: "array", items: "string" },
+					],
 					mapping: { type: "boolean", optional: true },
 				},
 				handler(ctx: Context<{ id: string | string[]; mapping?: boolean }>) {

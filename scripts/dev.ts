@@ -37,7 +37,9 @@ function watchSources(changed: (file: string) => void): FSWatcher[] {
 		else files.add(entry);
 	}
 	// The files named in `include` (moleculer.config.ts) and the compiler's options, beside them.
-	watchers.push(watch(root, (_event, name) => name && (files.has(name) ? changed(name) : /^tsconfig.*\.json$/.test(name) && changed(name))));
+	watchers.push(
+		watch(root, (_event, name) => name && (files.has(name) ? changed(name) : /^tsconfig.*\.json$/.test(name) && changed(name))),
+	);
 	return watchers;
 }
 
@@ -83,11 +85,15 @@ function main() {
 	const rebuild = rebuilder();
 	const watchers = watchSources(rebuild.changed);
 	// As `npm start`, with the REPL on this terminal (its input, output and Ctrl-C) and the hot reload.
-	const services = spawn(process.execPath, [runner, "--config", "dist/moleculer.config.js", "--hot", "--repl", ...process.argv.slice(2)], {
-		cwd: root,
-		stdio: "inherit",
-		env: { ...process.env, SERVICEDIR: "dist/services", LOG_FORMAT: process.env.LOG_FORMAT || "text" },
-	});
+	const services = spawn(
+		process.execPath,
+		[runner, "--config", "dist/moleculer.config.js", "--hot", "--repl", ...process.argv.slice(2)],
+		{
+			cwd: root,
+			stdio: "inherit",
+			env: { ...process.env, SERVICEDIR: "dist/services", LOG_FORMAT: process.env.LOG_FORMAT || "text" },
+		},
+	);
 	say(`watching ${sources().join(", ")}; quit the REPL (or Ctrl-C) to stop`);
 	// Ctrl-C reaches the runner too (one process group): it stops, and this process follows it.
 	process.on("SIGINT", () => undefined);

@@ -8,8 +8,7 @@ import { missingAuthors, missingCategories, missingGames, SeedError, seedTarget,
 const REQUEST_TIMEOUT_MS = 15_000;
 
 /** What a failure says about why fetch itself failed: fetch says "fetch failed", its cause says why. */
-const reason = (err: unknown) =>
-	err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+const reason = (err: unknown) => (err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err));
 
 /** The `msg` of a JSON failure body, or the start of whatever else came back. */
 function message(text: string): string {

@@ -33,7 +33,14 @@ export const params = actionParams([CategoriesService, AuthorsService, GamesServ
 /** A record's fields as its `create` validates them, with the id the service gives it. */
 const record = (create: string): JsonSchema => {
 	const body = objectSchema(params[create] ?? {});
-	return { ...body, properties: { id: { type: "string", description: "A ULID: 26 characters, in creation order." }, ...(body.properties as JsonSchema) }, required: ["id", ...(body.required as string[])] };
+	return {
+		...body,
+		properties: {
+			id: { type: "string", description: "A ULID: 26 characters, in creation order." },
+			...(body.properties as JsonSchema),
+		},
+		required: ["id", ...(body.required as string[])],
+	};
 };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
@@ -41,7 +48,10 @@ const game = (record("games.create").properties ?? {}) as Record<string, JsonSch
 export const schemas: Record<string, JsonSchema> = {
 	Category: record("categories.create"),
 	Author: record("authors.create"),
-	Game: { ...record("games.create"), properties: { ...game, age: { type: "integer" }, category: { type: "string" }, author: { type: "string" } } },
+	Game: {
+		...record("games.create"),
+		properties: { ...game, age: { type: "integer" }, category: { type: "string" }, author: { type: "string" } },
+	},
 	ListedGame: {
 		...record("games.create"),
 		properties: { ...game, age: { type: "integer" }, category: ref("Category"), author: ref("Author") },
@@ -58,8 +68,10 @@ const one = (description: string, schema: JsonSchema, example: unknown) => ({ de
 const wrapped = (key: string, name: string, example: unknown) =>
 	one(`{ ${key}: the ${key} }`, { type: "object", properties: { [key]: ref(name) }, required: [key] }, { [key]: example });
 const changed = one("1: the record is changed.", { const: 1 }, 1);
-const list = (name: string, example: unknown, what: string) => one(`Every ${what}, ordered by id (creation order).`, { type: "array", items: ref(name) }, [example]);
-const status = (value: string) => one(`{ status: "${value}" }`, { type: "object", properties: { status: { const: value } }, required: ["status"] }, { status: value });
+const list = (name: string, example: unknown, what: string) =>
+	one(`Every ${what}, ordered by id (creation order).`, { type: "array", items: ref(name) }, [example]);
+const status = (value: string) =>
+	one(`{ status: "${value}" }`, { type: "object", properties: { status: { const: value } }, required: ["status"] }, { status: value });
 const idField = (what: string) => ({ id: `The ${what}'s id.` });
 /** The page envelope of `name` records; `total` says what totalElements counts. */
 const page = (name: string, example: unknown, total: string) =>
@@ -69,7 +81,11 @@ const page = (name: string, example: unknown, total: string) =>
 			type: "object",
 			properties: {
 				content: { type: "array", items: ref(name) },
-				pageable: { type: "object", properties: { pageNumber: { type: "integer" }, pageSize: { type: "integer" } }, required: ["pageNumber", "pageSize"] },
+				pageable: {
+					type: "object",
+					properties: { pageNumber: { type: "integer" }, pageSize: { type: "integer" } },
+					required: ["pageNumber", "pageSize"],
+				},
 				totalElements: { type: "integer" },
 			},
 			required: ["content", "pageable", "totalElements"],
@@ -93,7 +109,12 @@ const games = (docs: Omit<OperationDoc, "tag">) => catalogue("games", docs);
 const gatewayOwn = (docs: Omit<OperationDoc, "tag" | "local">) => catalogue("operations", { ...docs, local: true });
 
 export const operations: Record<string, OperationDoc> = {
-	"categories.create": categories({ summary: "Create a category", answer: wrapped("category", "Category", eurogames), invalid: {}, failures: [texts.createCategory] }),
+	"categories.create": categories({
+		summary: "Create a category",
+		answer: wrapped("category", "Category", eurogames),
+		invalid: {},
+		failures: [texts.createCategory],
+	}),
 	"categories.update": categories({
 		summary: "Rename a category",
 		answer: changed,
@@ -108,7 +129,12 @@ export const operations: Record<string, OperationDoc> = {
 		invalid: { name: "x".repeat(101) },
 		failures: [texts.fetchCategories],
 	}),
-	"categories.get": categories({ summary: "Get a category", answer: one("The category.", ref("Category"), eurogames), fields: idField("category"), failures: [texts.categoryNotFound, texts.fetchCategory] }),
+	"categories.get": categories({
+		summary: "Get a category",
+		answer: one("The category.", ref("Category"), eurogames),
+		fields: idField("category"),
+		failures: [texts.categoryNotFound, texts.fetchCategory],
+	}),
 	"categories.remove": categories({
 		summary: "Delete a category",
 		description: "Refused while any game refers to the category.",
@@ -117,7 +143,12 @@ export const operations: Record<string, OperationDoc> = {
 		failures: [texts.categoryNotFound, texts.categoryHasGames, texts.deleteCategory],
 	}),
 
-	"authors.create": authors({ summary: "Create an author", answer: wrapped("author", "Author", knizia), invalid: { name: "Reiner Knizia" }, failures: [texts.createAuthor] }),
+	"authors.create": authors({
+		summary: "Create an author",
+		answer: wrapped("author", "Author", knizia),
+		invalid: { name: "Reiner Knizia" },
+		failures: [texts.createAuthor],
+	}),
 	"authors.update": authors({
 		summary: "Change an author",
 		answer: changed,
@@ -133,7 +164,12 @@ export const operations: Record<string, OperationDoc> = {
 		invalid: { pageable: { pageNumber: "first", pageSize: 5 } },
 		failures: [texts.fetchAuthorsPage],
 	}),
-	"authors.get": authors({ summary: "Get an author", answer: one("The author.", ref("Author"), knizia), fields: idField("author"), failures: [texts.authorNotFound, texts.fetchAuthor] }),
+	"authors.get": authors({
+		summary: "Get an author",
+		answer: one("The author.", ref("Author"), knizia),
+		fields: idField("author"),
+		failures: [texts.authorNotFound, texts.fetchAuthor],
+	}),
 	"authors.remove": authors({
 		summary: "Delete an author",
 		description: "Refused while any game refers to the author.",
@@ -172,11 +208,22 @@ export const operations: Record<string, OperationDoc> = {
 		invalid: { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name" } } },
 		failures: [texts.fetchGames, texts.fetchGamesPage],
 	}),
-	"games.remove": games({ summary: "Delete a game", answer: wrapped("game", "Game", tigris), fields: idField("game"), failures: [texts.gameNotFound, texts.deleteGame] }),
+	"games.remove": games({
+		summary: "Delete a game",
+		answer: wrapped("game", "Game", tigris),
+		fields: idField("game"),
+		failures: [texts.gameNotFound, texts.deleteGame],
+	}),
 
 	"api.live": gatewayOwn({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
-	"api.ready": { ...gatewayOwn({ summary: "Readiness: the gateway reaches every service, and each one's store answers", answer: status("ready") }), local: false },
-	"api.openapi": gatewayOwn({ summary: "This document", answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }) }),
+	"api.ready": {
+		...gatewayOwn({ summary: "Readiness: the gateway reaches every service, and each one's store answers", answer: status("ready") }),
+		local: false,
+	},
+	"api.openapi": gatewayOwn({
+		summary: "This document",
+		answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }),
+	}),
 	"api.docsPage": gatewayOwn({
 		summary: "The docs page: this document, readable and tried out in a browser",
 		answer: { ...one("An HTML page (Swagger UI).", { type: "string" }, "<!doctype html>…"), contentType: "text/html" },

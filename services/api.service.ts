@@ -66,7 +66,12 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 	const cors = corsPolicy(options.corsOrigins);
 	// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
 	const rateLimitPolicy = rateLimit
-		? { window: rateLimit.windowMs, limit: rateLimit.limit, headers: true, key: (req: IncomingMessage) => req.socket.remoteAddress ?? "" }
+		? {
+				window: rateLimit.windowMs,
+				limit: rateLimit.limit,
+				headers: true,
+				key: (req: IncomingMessage) => req.socket.remoteAddress ?? "",
+			}
 		: undefined;
 	return {
 		name: "api",
@@ -110,7 +115,13 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					// more goes compressed to a client whose Accept-Encoding asks for br or gzip
 					// (lib/http/compression.ts). Other answers go as they are: a client that asks for no encoding gets
 					// what it always did, and writes and searches, which never answer 304, are not hashed.
-					async onAfterCall(ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage, res: ServerResponse, data: unknown) {
+					async onAfterCall(
+						ctx: Context<unknown, ResponseMeta>,
+						_route: unknown,
+						req: IncomingMessage,
+						res: ServerResponse,
+						data: unknown,
+					) {
 						vary(res, "Accept-Encoding");
 						const encoding = chosenEncoding(req.headers);
 						// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.

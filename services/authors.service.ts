@@ -47,7 +47,10 @@ const AuthorsService: CatalogueSchema<Author> = {
 			params: { $$strict: "remove", pageable: pageableRule(AUTHOR_SORT.fields) },
 			async handler(ctx: Context<AuthorPageRequest>): Promise<Page<Author>> {
 				const page = effectivePage(ctx.params.pageable);
-				const { rows, total } = await this._list(ctx, { sort: sortKeys(ctx.params.pageable.sort, AUTHOR_SORT), ...listParams(page) });
+				const { rows, total } = await this._list(ctx, {
+					sort: sortKeys(ctx.params.pageable.sort, AUTHOR_SORT),
+					...listParams(page),
+				});
 				return { content: rows, pageable: page, totalElements: total };
 			},
 		},

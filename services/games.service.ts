@@ -102,7 +102,12 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const search = gameSearch(filters, published);
 				const sort = sortKeys(pageable.sort, GAME_SORT);
 				if (!search.title) {
-					const { rows, total } = await this._list<ListedGame>(ctx, { query: search.query, sort, ...listParams(page), populate: WITH_REFERENCES });
+					const { rows, total } = await this._list<ListedGame>(ctx, {
+						query: search.query,
+						sort,
+						...listParams(page),
+						populate: WITH_REFERENCES,
+					});
 					return { content: rows, pageable: page, totalElements: total };
 				}
 				// The store cannot run the title test: it sorts, the titles are tested here, and only the page is populated.
@@ -182,8 +187,16 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			async handler(ctx: Context): Promise<OrphanGame[]> {
 				const games = await this._find(ctx, { query: published, sort: ["_id"] });
 				const [categories, authors] = await Promise.all([
-					existingIds(ctx, "categories", games.map(game => game.category)),
-					existingIds(ctx, "authors", games.map(game => game.author)),
+					existingIds(
+						ctx,
+						"categories",
+						games.map(game => game.category),
+					),
+					existingIds(
+						ctx,
+						"authors",
+						games.map(game => game.author),
+					),
 				]);
 				return orphans(games, { categories, authors });
 			},

@@ -19,7 +19,11 @@ const REDIS_CACHE_TTL = 3600;
  * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since nodes with caches of their own
  * would each need every write's news before answering from them.
  */
-export function cacherOptions({ redisUrl, transporter, cacheMaxBytes }: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">): BrokerOptions["cacher"] {
+export function cacherOptions({
+	redisUrl,
+	transporter,
+	cacheMaxBytes,
+}: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">): BrokerOptions["cacher"] {
 	// ioredis takes the URL as it is; moleculer's types only know its options object.
 	if (redisUrl) return { type: "Redis", options: { redis: redisUrl as unknown as Record<string, never>, ttl: REDIS_CACHE_TTL } };
 	// A cacher of its own for every call: a broker's cacher belongs to that broker.

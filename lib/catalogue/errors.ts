@@ -77,7 +77,13 @@ export interface FailureTexts {
  * request is not at fault and may be sent again, so they pass on and the gateway answers 503 or
  * 504 (lib/http/failures.ts), not a 400 as if the request were wrong.
  */
-const UNREACHABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "RequestRejectedError", "RequestTimeoutError", "QueueIsFullError"]);
+const UNREACHABLE = new Set([
+	"ServiceNotFoundError",
+	"ServiceNotAvailableError",
+	"RequestRejectedError",
+	"RequestTimeoutError",
+	"QueueIsFullError",
+]);
 
 /** Whether an error (of any shape, possibly rebuilt from another node) is one of those. */
 export const isUnreachable = (name: unknown): boolean => UNREACHABLE.has(String(name));

@@ -62,7 +62,10 @@ export function pageableRule(fields: readonly string[]) {
 		props: {
 			pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
 			pageSize: wholeNumber(0, MAX_PAGE_SIZE),
-			sort: [{ ...sortOrder, optional: true }, { type: "array", items: sortOrder, max: fields.length, optional: true }],
+			sort: [
+				{ ...sortOrder, optional: true },
+				{ type: "array", items: sortOrder, max: fields.length, optional: true },
+			],
 		},
 	} as const;
 }
@@ -88,7 +91,11 @@ export function pageSlice<T>(all: readonly T[], { pageNumber, pageSize }: PageWi
  * property sorts by the records' default; only lowercase `desc` is descending. The id is always
  * the last key, so records with equal keys keep creation order and pages never overlap.
  */
-export function sortKeys<F extends string>(sort: SortOrder<F> | SortOrder<F>[] | undefined, { byDefault }: Pick<SortFields<F>, "byDefault">, storedId = "_id"): string[] {
+export function sortKeys<F extends string>(
+	sort: SortOrder<F> | SortOrder<F>[] | undefined,
+	{ byDefault }: Pick<SortFields<F>, "byDefault">,
+	storedId = "_id",
+): string[] {
 	const orders = sort === undefined ? [] : [sort].flat();
 	const keys = new Map<string, string>();
 	for (const { property = byDefault, direction } of orders.length > 0 ? orders : [{}]) {

@@ -54,9 +54,11 @@ export function wholeNumber(min: number, max: number) {
 			// A missing value is already reported as required by the rule itself.
 			if (value === undefined || value === null) return value;
 			const number =
-				typeof value === "number" ? value
-				: typeof value === "string" && NUMERIC_TEXT.test(value.trim()) ? Number(value)
-				: Number.NaN;
+				typeof value === "number"
+					? value
+					: typeof value === "string" && NUMERIC_TEXT.test(value.trim())
+						? Number(value)
+						: Number.NaN;
 			if (!Number.isFinite(number)) errors.push({ type: "number", actual: value });
 			else if (!Number.isInteger(number)) errors.push({ type: "numberInteger", actual: value });
 			else if (number < min) errors.push({ type: "numberMin", expected: min, actual: value });

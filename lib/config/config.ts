@@ -79,7 +79,10 @@ function wholeNumber(name: string, value: string, min: number, max: number): num
 }
 
 function serviceList(value: string | undefined): ServiceName[] {
-	const names = (value ?? "").split(",").map(name => name.trim()).filter(Boolean);
+	const names = (value ?? "")
+		.split(",")
+		.map(name => name.trim())
+		.filter(Boolean);
 	if (names.length === 0) return [...SERVICE_NAMES];
 	return names.map(name => oneOf("SERVICES", name, SERVICE_NAMES));
 }
@@ -92,7 +95,10 @@ function mongoUri(value: string | undefined): string | null {
 
 /** `*`, or origins such as `https://app.example.com` (moleculer-web also takes `*` inside one). */
 function corsOrigins(value: string | undefined): string[] {
-	const origins = (value ?? "").split(",").map(origin => origin.trim()).filter(Boolean);
+	const origins = (value ?? "")
+		.split(",")
+		.map(origin => origin.trim())
+		.filter(Boolean);
 	for (const origin of origins)
 		if (origin !== "*" && !/^https?:\/\/[^/?#\s]+$/.test(origin))
 			throw new ConfigError(`CORS_ORIGINS must list origins such as https://app.example.com, or *; got "${origin}"`);
@@ -114,8 +120,7 @@ function redisUrl(value: string | undefined): string | null {
 /** Long enough not to be guessed within any rate limit, and sendable in a header as it is. */
 function apiToken(value: string | undefined): string | null {
 	if (!value) return null;
-	if (!/^[\x21-\x7e]{16,}$/.test(value))
-		throw new ConfigError("API_TOKEN must be at least 16 printable ASCII characters without spaces");
+	if (!/^[\x21-\x7e]{16,}$/.test(value)) throw new ConfigError("API_TOKEN must be at least 16 printable ASCII characters without spaces");
 	return value;
 }
 
@@ -136,7 +141,8 @@ function tracing(exporter: string | undefined, url: string | undefined, format: 
 	const chosen = oneOf("TRACE_EXPORTER", exporter, ["zipkin", "console"] as const);
 	if (chosen === "console") {
 		if (url) throw new ConfigError("ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin");
-		if (format === "json") throw new ConfigError("TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text");
+		if (format === "json")
+			throw new ConfigError("TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text");
 		return { exporter: "console" };
 	}
 	if (!url || !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(url))

@@ -19,7 +19,13 @@ export interface NatsFiles {
 }
 
 /** The variables of `NatsFiles`, for messages. */
-const VARIABLES: Record<keyof NatsFiles, string> = { creds: "NATS_CREDS", nkeySeed: "NATS_NKEY_SEED", ca: "NATS_CA", cert: "NATS_CERT", key: "NATS_KEY" };
+const VARIABLES: Record<keyof NatsFiles, string> = {
+	creds: "NATS_CREDS",
+	nkeySeed: "NATS_NKEY_SEED",
+	ca: "NATS_CA",
+	cert: "NATS_CERT",
+	key: "NATS_KEY",
+};
 
 /** The NATS_* files of the environment that are set. */
 export function natsFiles(env: NodeJS.ProcessEnv = process.env): NatsFiles {

@@ -44,7 +44,15 @@ export function accessEntry(req: IncomingMessage, res: ServerResponse, durationM
 function registerMetrics(metrics: MetricRegistry): void {
 	const labelNames = ["method", "path", "status"];
 	metrics.register({ name: HTTP_REQUESTS, type: "counter", labelNames, unit: "request", description: "HTTP requests answered" });
-	metrics.register({ name: HTTP_REQUEST_TIME, type: "histogram", labelNames, unit: "millisecond", buckets: true, quantiles: true, description: "HTTP answer times" });
+	metrics.register({
+		name: HTTP_REQUEST_TIME,
+		type: "histogram",
+		labelNames,
+		unit: "millisecond",
+		buckets: true,
+		quantiles: true,
+		description: "HTTP answer times",
+	});
 }
 
 /**

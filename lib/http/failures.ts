@@ -14,8 +14,7 @@ export interface Failure {
 }
 
 /** RFC 6750: what a client refused for want of the API token is told to send. */
-const bearerChallenge = (type: unknown) =>
-	`Bearer realm="game-catalogue"${type === "INVALID_TOKEN" ? ', error="invalid_token"' : ""}`;
+const bearerChallenge = (type: unknown) => `Bearer realm="game-catalogue"${type === "INVALID_TOKEN" ? ', error="invalid_token"' : ""}`;
 
 /** What an error carries that decides its answer; it may have crossed the broker as plain data. */
 interface ErrorLike {

@@ -4,7 +4,8 @@ import { texts } from "../catalogue/errors";
 const HEALTH_PATHS = ["/health/live", "/health/ready"] as const;
 export type HealthPath = (typeof HEALTH_PATHS)[number];
 
-export const isHealthPath = (path: string | undefined): path is HealthPath => (HEALTH_PATHS as readonly (string | undefined)[]).includes(path);
+export const isHealthPath = (path: string | undefined): path is HealthPath =>
+	(HEALTH_PATHS as readonly (string | undefined)[]).includes(path);
 
 /** What a node is waiting for: nothing once it is ready. */
 export interface Readiness {
@@ -23,7 +24,11 @@ export type HealthBody =
  * process answers; 200 `{ status: "ready" }` once the node is ready, else 503
  * `{ status: "not ready", msg, waitingFor }`. Each names the node that answered.
  */
-export async function healthAnswer(path: HealthPath, nodeID: string, readiness: () => Promise<Readiness>): Promise<{ status: number; body: HealthBody }> {
+export async function healthAnswer(
+	path: HealthPath,
+	nodeID: string,
+	readiness: () => Promise<Readiness>,
+): Promise<{ status: number; body: HealthBody }> {
 	if (path === "/health/live") return { status: 200, body: { status: "live", nodeID } };
 	const { ready, waitingFor } = await readiness();
 	if (ready) return { status: 200, body: { status: "ready", nodeID } };

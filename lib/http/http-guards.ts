@@ -114,7 +114,14 @@ export const docsSecurityHeaders: Middleware = helmet.contentSecurityPolicy({
 
 /** What moleculer-web keeps of a route's rate limit (RATE_LIMIT) on the request it routes. */
 interface RoutedForLimit {
-	$route?: { rateLimit?: { limit: number; headers?: boolean; key(req: IncomingMessage): string; store: { inc(key: string): number | Promise<number>; resetTime: number } } };
+	$route?: {
+		rateLimit?: {
+			limit: number;
+			headers?: boolean;
+			key(req: IncomingMessage): string;
+			store: { inc(key: string): number | Promise<number>; resetTime: number };
+		};
+	};
 }
 
 /**
@@ -160,9 +167,11 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
 		return;
 	}
 	const [status, reason, text] =
-		err.code === "HPE_HEADER_OVERFLOW" ? [431, "Request Header Fields Too Large", texts.headersTooLarge]
-		: err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "Request Timeout", texts.requestTooSlow]
-		: [400, "Bad Request", texts.malformedRequest];
+		err.code === "HPE_HEADER_OVERFLOW"
+			? [431, "Request Header Fields Too Large", texts.headersTooLarge]
+			: err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+				? [408, "Request Timeout", texts.requestTooSlow]
+				: [400, "Bad Request", texts.malformedRequest];
 	const body = JSON.stringify({ msg: text });
 	socket.end(
 		`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +

@@ -52,17 +52,31 @@ const failure = (description: string, example: string, headers?: JsonSchema): Js
 
 /** The failures every route may answer, referred to by the operations they apply to. */
 const responses = {
-	Unauthorized: failure("A PUT or DELETE without the right `Authorization: Bearer <token>`, when the gateway runs with API_TOKEN.", texts.tokenRequired, {
-		"WWW-Authenticate": { description: "The Bearer challenge.", schema: { type: "string" } },
-	}),
+	Unauthorized: failure(
+		"A PUT or DELETE without the right `Authorization: Bearer <token>`, when the gateway runs with API_TOKEN.",
+		texts.tokenRequired,
+		{
+			"WWW-Authenticate": { description: "The Bearer challenge.", schema: { type: "string" } },
+		},
+	),
 	NotFound: failure("A route or method the gateway does not serve.", texts.notFound),
 	TooLarge: failure("A body over BODY_LIMIT (100 kB by default).", texts.bodyTooLarge),
-	UnsupportedBody: failure("A body in a charset or a Content-Encoding the gateway cannot read; the `msg` names it.", 'unsupported charset "KLINGON"'),
+	UnsupportedBody: failure(
+		"A body in a charset or a Content-Encoding the gateway cannot read; the `msg` names it.",
+		'unsupported charset "KLINGON"',
+	),
 	UrlTooLong: failure("A URL, path and query string together, over 4096 characters.", texts.urlTooLong),
-	TooManyRequests: failure("Over RATE_LIMIT requests from this address in the window, when the gateway runs with one.", texts.tooManyRequests, {
-		"Retry-After": { description: "Seconds until the window starts again.", schema: { type: "integer" } },
-	}),
-	Unavailable: failure("A service the request needs cannot be reached, is stopping or is too busy; it may be sent again.", texts.unavailable),
+	TooManyRequests: failure(
+		"Over RATE_LIMIT requests from this address in the window, when the gateway runs with one.",
+		texts.tooManyRequests,
+		{
+			"Retry-After": { description: "Seconds until the window starts again.", schema: { type: "integer" } },
+		},
+	),
+	Unavailable: failure(
+		"A service the request needs cannot be reached, is stopping or is too busy; it may be sent again.",
+		texts.unavailable,
+	),
 	TimedOut: failure("A service the request needs did not answer within REQUEST_TIMEOUT.", texts.unavailable),
 	Internal: failure("A fault of the service; never a stack trace or a path.", texts.internal),
 	NotModified: { description: "The `If-None-Match` names the answer's current ETag: nothing has changed, and no body is sent." },
@@ -89,14 +103,21 @@ const failureSchema: JsonSchema = {
 		errors: {
 			type: "array",
 			description: "For a validation failure: every field refused; `msg` is the first one's message.",
-			items: { type: "object", properties: { field: { type: "string" }, message: { type: "string" }, type: { type: "string" } }, required: ["field", "message", "type"] },
+			items: {
+				type: "object",
+				properties: { field: { type: "string" }, message: { type: "string" }, type: { type: "string" } },
+				required: ["field", "message", "type"],
+			},
 		},
 	},
 	required: ["msg"],
 };
 
 /** The 400 a request that fails `params` gets from the gateway (lib/failures.ts), computed by fastest-validator itself. */
-function validationAnswer(params: Params, request: Record<string, unknown>): { msg: string; errors: { field: string; message: string; type: string }[] } {
+function validationAnswer(
+	params: Params,
+	request: Record<string, unknown>,
+): { msg: string; errors: { field: string; message: string; type: string }[] } {
 	// On copies: fastest-validator rewrites the schema it compiles (moleculer's validator copies it
 	// too) and converts the values it checks.
 	const result = new Validator({ useNewCustomCheckerFunction: true }).validate(cloneDeep(request), cloneDeep(params));
@@ -109,12 +130,19 @@ function validationAnswer(params: Params, request: Record<string, unknown>): { m
 function badRequest(doc: OperationDoc, params: Params | undefined, withBody: boolean, pathNames: string[]): JsonSchema | undefined {
 	const examples: Record<string, { summary: string; value: unknown }> = {};
 	const segments = Object.fromEntries(pathNames.map(name => [name, "x"]));
-	if (params && doc.invalid) examples.validation = { summary: "A field that fails validation", value: validationAnswer(params, { ...segments, ...doc.invalid }) };
+	if (params && doc.invalid)
+		examples.validation = {
+			summary: "A field that fails validation",
+			value: validationAnswer(params, { ...segments, ...doc.invalid }),
+		};
 	if (withBody) examples.malformedJson = { summary: "A body that is not JSON", value: { msg: texts.malformedJson } };
 	if (withBody) examples.tooDeep = { summary: "A body nested more than 32 levels deep", value: { msg: texts.bodyTooDeep } };
 	for (const text of doc.failures ?? []) examples[text] = { summary: text, value: { msg: text } };
 	if (Object.keys(examples).length === 0) return undefined;
-	return { description: "Refused: the `msg` says why.", content: { "application/json": { schema: { $ref: "#/components/schemas/Failure" }, examples } } };
+	return {
+		description: "Refused: the `msg` says why.",
+		content: { "application/json": { schema: { $ref: "#/components/schemas/Failure" }, examples } },
+	};
 }
 
 /** `/game/:id` as OpenAPI writes it, `/game/{id}`, with the names of its parameters. */
@@ -133,13 +161,23 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 	const params = sources.params[action];
 	const describe = (name: string, schema: JsonSchema) => (doc.fields?.[name] ? { ...schema, description: doc.fields[name] } : schema);
 	const ruleOf = (name: string) => ruleFields(params ?? {}).find(([field]) => field === name)?.[1];
-	const pathParameters = names.map(name => ({ name, in: "path", required: true, schema: describe(name, textRuleSchema(ruleOf(name) ?? "string") ?? { type: "string" }) }));
-	const queryParameters = WITH_BODY.has(method) || !params ? [] : ruleFields(params, names).flatMap(([name, rule]) => {
-		const schema = textRuleSchema(rule);
-		return schema ? [{ name, in: "query", required: false, schema: describe(name, schema) }] : [];
-	});
+	const pathParameters = names.map(name => ({
+		name,
+		in: "path",
+		required: true,
+		schema: describe(name, textRuleSchema(ruleOf(name) ?? "string") ?? { type: "string" }),
+	}));
+	const queryParameters =
+		WITH_BODY.has(method) || !params
+			? []
+			: ruleFields(params, names).flatMap(([name, rule]) => {
+					const schema = textRuleSchema(rule);
+					return schema ? [{ name, in: "query", required: false, schema: describe(name, schema) }] : [];
+				});
 	const body = WITH_BODY.has(method) ? objectSchema(Object.fromEntries(ruleFields(params ?? {}, names))) : undefined;
-	if (body?.properties) for (const name of Object.keys(body.properties)) (body.properties as JsonSchema)[name] = describe(name, (body.properties as Record<string, JsonSchema>)[name]);
+	if (body?.properties)
+		for (const name of Object.keys(body.properties))
+			(body.properties as JsonSchema)[name] = describe(name, (body.properties as Record<string, JsonSchema>)[name]);
 	const invalid = badRequest(doc, params, body !== undefined, names);
 	const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
 	const read = method === "get";
@@ -188,13 +226,25 @@ function withTrailingSlashForms(paths: Record<string, Record<string, unknown>>):
 			Object.entries(methods).map(([method, twin]) => {
 				const { operationId, description } = twin as { operationId: string; description?: string };
 				const same = `The same as \`${method.toUpperCase()} ${path}\`, written with a trailing slash.`;
-				return [method, { ...(twin as object), operationId: `${operationId}.slash`, description: description ? `${same} ${description}` : same }];
+				return [
+					method,
+					{
+						...(twin as object),
+						operationId: `${operationId}.slash`,
+						description: description ? `${same} ${description}` : same,
+					},
+				];
 			}),
 		);
 	return Object.fromEntries(
 		Object.entries(paths).flatMap(([path, methods]) => {
 			const hasChild = !path.includes("{") && templated.some(child => child.startsWith(`${path}/{`));
-			return hasChild ? [[path, methods], [`${path}/`, slashForm(path, methods)]] : [[path, methods]];
+			return hasChild
+				? [
+						[path, methods],
+						[`${path}/`, slashForm(path, methods)],
+					]
+				: [[path, methods]];
 		}),
 	);
 }
@@ -218,7 +268,13 @@ export function openApiDocument(sources: DocumentSources): JsonSchema {
 		components: {
 			schemas: { ...sources.schemas, Failure: failureSchema },
 			responses,
-			securitySchemes: { bearerToken: { type: "http", scheme: "bearer", description: "API_TOKEN, when the gateway runs with one: PUT and DELETE need it." } },
+			securitySchemes: {
+				bearerToken: {
+					type: "http",
+					scheme: "bearer",
+					description: "API_TOKEN, when the gateway runs with one: PUT and DELETE need it.",
+				},
+			},
 		},
 	};
 }

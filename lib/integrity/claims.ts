@@ -56,7 +56,10 @@ export async function claim(store: ClaimStore, id: string, token: string, option
 	for (;;) {
 		const record = await unclaimed(store, id, options);
 		if (!record) return undefined;
-		const taken = await store.updateMany({ _id: id, [field]: { $exists: false } }, { $set: { [field]: { ...details, token, at: Date.now() } } });
+		const taken = await store.updateMany(
+			{ _id: id, [field]: { $exists: false } },
+			{ $set: { [field]: { ...details, token, at: Date.now() } } },
+		);
 		if (taken > 0) return record;
 	}
 }

@@ -61,7 +61,8 @@ type Bindings = Record<string, unknown>;
 const isFields = (value: unknown): value is Record<string, unknown> =>
 	typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 
-const printed = (value: unknown) => (typeof value === "object" && value !== null ? inspect(value, { depth: 2, breakLength: Infinity }) : String(value));
+const printed = (value: unknown) =>
+	typeof value === "object" && value !== null ? inspect(value, { depth: 2, breakLength: Infinity }) : String(value);
 
 /**
  * A plain object logged in a text line (an access line's fields) as `key=value` pairs, a value

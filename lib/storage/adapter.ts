@@ -50,7 +50,11 @@ interface NeDbAdapter {
 		indexes: Record<string, unknown>;
 		removeIndexAsync(fieldName: string): Promise<void>;
 		ensureIndex(options: { fieldName: string; sparse: boolean }): Promise<void>;
-		updateAsync(query: object, update: object, options: object): Promise<{ numAffected: number; affectedDocuments: unknown; upsert: boolean }>;
+		updateAsync(
+			query: object,
+			update: object,
+			options: object,
+		): Promise<{ numAffected: number; affectedDocuments: unknown; upsert: boolean }>;
 		findOneAsync: NeDbCalls["findOne"];
 		insertAsync: NeDbCalls["insert"];
 		removeAsync: NeDbCalls["remove"];

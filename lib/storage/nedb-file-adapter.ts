@@ -145,7 +145,13 @@ export class NeDbFileAdapter extends MemoryAdapter {
 		private readonly file: string,
 		private readonly claims: readonly string[] = [],
 	) {
-		super({ filename: file, autoload: false, corruptAlertThreshold: 0, afterSerialization: escapeLineBreaks, beforeDeserialization: keepLine });
+		super({
+			filename: file,
+			autoload: false,
+			corruptAlertThreshold: 0,
+			afterSerialization: escapeLineBreaks,
+			beforeDeserialization: keepLine,
+		});
 	}
 
 	override async connect(): Promise<void> {

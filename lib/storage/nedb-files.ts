@@ -39,7 +39,7 @@ function isTorn(line: Buffer): boolean {
 
 /** Where the last line of an open file starts: after its last "\n", or at 0; read backwards a chunk at a time. */
 async function lastLineStart(handle: FileHandle, size: number, chunkBytes: number): Promise<number> {
-	for (let end = size; end > 0; ) {
+	for (let end = size; end > 0;) {
 		const from = Math.max(0, end - chunkBytes);
 		const { buffer } = await handle.read(Buffer.alloc(end - from), 0, end - from, from);
 		const newline = buffer.lastIndexOf(0x0a);

@@ -12,7 +12,16 @@ const NOT_RUN = `docs page browser test NOT RUN: no Chromium at ${CHROMIUM}`;
 
 // Without the background-networking flags Chromium calls Google's servers, which this closed
 // network refuses, and logs errors. playwright-core gives it a fresh temporary profile itself.
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const CHROMIUM_ARGS = [
+	"--headless",
+	"--no-sandbox",
+	"--disable-gpu",
+	"--disable-quic",
+	"--no-first-run",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+];
 
 /** Everything that went wrong on the page: console errors, uncaught exceptions, failed or refused requests. */
 function watch(page: Page): string[] {
@@ -37,7 +46,10 @@ if (!available && process.env.CI !== "true") {
 
 describe("the docs page in Chromium", () => {
 	if (!available) {
-		if (process.env.CI === "true") test("runs in Chromium", () => { throw new Error(`${NOT_RUN}; under CI=true it must run.`); });
+		if (process.env.CI === "true")
+			test("runs in Chromium", () => {
+				throw new Error(`${NOT_RUN}; under CI=true it must run.`);
+			});
 		else test.skip(NOT_RUN, () => undefined);
 		return;
 	}
@@ -59,17 +71,27 @@ describe("the docs page in Chromium", () => {
 	test("loads without errors, lists every operation of the document, and Try it out reaches the service", async () => {
 		await catalogue.api.category("Eurogames");
 		const document = (await catalogue.api.get<{ paths: Record<string, Record<string, unknown>> }>("/openapi.json")).body;
-		const documented = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map(method => `${method.toUpperCase()} ${path}`));
+		const documented = Object.entries(document.paths).flatMap(([path, methods]) =>
+			Object.keys(methods).map(method => `${method.toUpperCase()} ${path}`),
+		);
 
 		const page = await browser.newPage();
 		const problems = watch(page);
 		// Without the trailing slash, as a developer types it.
 		const answer = await page.goto(`${catalogue.api.url}/docs`);
 		expect(answer?.status()).toBe(200);
-		await page.locator(".opblock").nth(documented.length - 1).waitFor({ timeout: 15_000 });
-		const listed = await page.locator(".opblock").evaluateAll(blocks =>
-			blocks.map(block => `${block.querySelector(".opblock-summary-method")?.textContent} ${block.querySelector(".opblock-summary-path")?.getAttribute("data-path")}`),
-		);
+		await page
+			.locator(".opblock")
+			.nth(documented.length - 1)
+			.waitFor({ timeout: 15_000 });
+		const listed = await page
+			.locator(".opblock")
+			.evaluateAll(blocks =>
+				blocks.map(
+					block =>
+						`${block.querySelector(".opblock-summary-method")?.textContent} ${block.querySelector(".opblock-summary-path")?.getAttribute("data-path")}`,
+				),
+			);
 		expect(listed.sort()).toEqual(documented.sort());
 
 		const before = counter.calls.get("categories.list") ?? 0;

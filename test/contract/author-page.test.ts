@@ -76,7 +76,11 @@ describe("POST /author (page)", () => {
 		...refusedPageables,
 		["sort property not an author field", { pageNumber: 0, pageSize: 5, sort: { property: "age" } }, "pageable.sort"],
 		["sort list with a bad property", { pageNumber: 0, pageSize: 5, sort: [{ property: "password" }] }, "pageable.sort"],
-		["sort list longer than the 3 author fields", { pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "name" }) }, "pageable.sort"],
+		[
+			"sort list longer than the 3 author fields",
+			{ pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "name" }) },
+			"pageable.sort",
+		],
 	])("%s: 400 with a msg naming the field", async (_case, pageable, field) => {
 		const answer = await api.post("/author", pageable === undefined ? {} : { pageable });
 		expect(answer.status).toBe(400);

@@ -90,13 +90,10 @@ describe("PUT /author/{id} (update)", () => {
 		expect((await api.get(`/author/${author.id}`)).body).toEqual({ ...author, nationality: "English" });
 	});
 
-	test.each(unknownIds)(
-		"an unknown id (%s) answers 400 'There is no author with that Id'",
-		async (_shape, id) => {
-			const answer = await api.put(`/author/${id}`, { name: "A", nationality: "B" });
+	test.each(unknownIds)("an unknown id (%s) answers 400 'There is no author with that Id'", async (_shape, id) => {
+		const answer = await api.put(`/author/${id}`, { name: "A", nationality: "B" });
 		expect(answer).toMatchObject({ status: 400, body: { msg: "There is no author with that Id" } });
-		},
-	);
+	});
 
 	test("an invalid body answers 400 and leaves the author as it was", async () => {
 		const author = await api.author("Antoine Bauza", "French");

@@ -20,7 +20,13 @@ beforeAll(async () => {
 	const author = await catalogue.api.author("Reiner Knizia", "German");
 	// Straight into the store: the point is the size of the answers, not how they were written.
 	const { adapter } = localService<{ adapter: { insertMany(games: object[]): Promise<unknown> } }>(catalogue, "games");
-	const games = Array.from({ length: GAMES }, (_, i) => ({ _id: newId(), title: `Game ${i}`, age: i % 18, category: category.id, author: author.id }));
+	const games = Array.from({ length: GAMES }, (_, i) => ({
+		_id: newId(),
+		title: `Game ${i}`,
+		age: i % 18,
+		category: category.id,
+		author: author.id,
+	}));
 	await adapter.insertMany(games);
 }, 60_000);
 afterAll(() => catalogue.stop());
@@ -35,7 +41,8 @@ async function cachedAnswers(action: string): Promise<string[]> {
 async function sendAll(paths: string[], games: number): Promise<void> {
 	for (let i = 0; i < paths.length; i += 20) {
 		const answers = await Promise.all(paths.slice(i, i + 20).map(path => catalogue.api.get(path)));
-		for (const [j, { status, body }] of answers.entries()) expect({ path: paths[i + j], status, games: body.length }).toEqual({ path: paths[i + j], status: 200, games });
+		for (const [j, { status, body }] of answers.entries())
+			expect({ path: paths[i + j], status, games: body.length }).toEqual({ path: paths[i + j], status: 200, games });
 	}
 }
 

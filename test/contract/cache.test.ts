@@ -99,7 +99,9 @@ describe("no read is stale after a write", () => {
 		expect((await api.get("/author")).body).toContainEqual(renamed);
 		expect((await api.get(`/author/${knizia.id}`)).body).toEqual(renamed);
 		expect((await api.post("/author", page)).body.content).toContainEqual(renamed);
-		expect((await api.get("/game")).body.find((game: { title: string }) => game.title === "Tigris & Euphrates").author).toEqual(renamed);
+		expect((await api.get("/game")).body.find((game: { title: string }) => game.title === "Tigris & Euphrates").author).toEqual(
+			renamed,
+		);
 		expect((await api.get(`/game?title=tigris&idCategory=${strategy.id}`)).body[0].author).toEqual(renamed);
 	});
 
@@ -271,5 +273,9 @@ test("a write's news reaches the services whose cached answers (or keys, on the 
 		"authors cache.clean.authors",
 		"games cache.clean.authors",
 	]);
-	expect(await newsOf(() => api.category("Party"))).toEqual(["api cache.clean.categories", "categories cache.clean.categories", "games cache.clean.categories"]);
+	expect(await newsOf(() => api.category("Party"))).toEqual([
+		"api cache.clean.categories",
+		"categories cache.clean.categories",
+		"games cache.clean.categories",
+	]);
 });

@@ -90,9 +90,24 @@ describe("ETag and If-None-Match", () => {
 
 	test("after each kind of write the old tag no longer matches: 200 with the new data", async () => {
 		const writes: [string, () => Promise<unknown>, string, (body: any) => boolean][] = [
-			["an author renamed", () => api.put(`/author/${knizia.id}`, { name: "R. Knizia", nationality: "German" }), "/game", body => body[0].author.name === "R. Knizia"],
-			["a category renamed", () => api.put(`/category/${family.id}`, { name: "Family games" }), `/category/${family.id}`, body => body.name === "Family games"],
-			["a game created", () => api.game("Lost Cities", family, knizia), "/game", body => body.some((game: { title: string }) => game.title === "Lost Cities")],
+			[
+				"an author renamed",
+				() => api.put(`/author/${knizia.id}`, { name: "R. Knizia", nationality: "German" }),
+				"/game",
+				body => body[0].author.name === "R. Knizia",
+			],
+			[
+				"a category renamed",
+				() => api.put(`/category/${family.id}`, { name: "Family games" }),
+				`/category/${family.id}`,
+				body => body.name === "Family games",
+			],
+			[
+				"a game created",
+				() => api.game("Lost Cities", family, knizia),
+				"/game",
+				body => body.some((game: { title: string }) => game.title === "Lost Cities"),
+			],
 			["an author created", () => api.author("Uwe Rosenberg", "German"), "/author", body => body.length === 2],
 		];
 		for (const [write, send, path, changed] of writes) {

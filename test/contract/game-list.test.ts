@@ -54,10 +54,7 @@ describe("GET /game", () => {
 
 	test("title is a regular expression", async () => {
 		expect(titles((await api.get(`/game?title=${encodeURIComponent("^cat.*ers$")}`)).body)).toEqual(["CATAN: Seafarers"]);
-		expect(titles((await api.get(`/game?title=${encodeURIComponent("art|&")}`)).body)).toEqual([
-			"Tigris & Euphrates",
-			"Modern Art",
-		]);
+		expect(titles((await api.get(`/game?title=${encodeURIComponent("art|&")}`)).body)).toEqual(["Tigris & Euphrates", "Modern Art"]);
 	});
 
 	test("an empty title matches every game", async () => {
@@ -81,10 +78,7 @@ describe("GET /game", () => {
 	});
 
 	test("idCategory keeps only the games of exactly that category", async () => {
-		expect(titles((await api.get(`/game?idCategory=${strategy.id}`)).body)).toEqual([
-			"Tigris & Euphrates",
-			"CATAN: Seafarers",
-		]);
+		expect(titles((await api.get(`/game?idCategory=${strategy.id}`)).body)).toEqual(["Tigris & Euphrates", "CATAN: Seafarers"]);
 		expect((await api.get(`/game?idCategory=${strategy.id.toLowerCase()}`)).body).toEqual([]);
 		expect((await api.get("/game?idCategory=nope")).body).toEqual([]);
 	});
@@ -95,9 +89,7 @@ describe("GET /game", () => {
 
 	test("GET /game/{segment} ignores the segment and takes the same filters", async () => {
 		expect((await api.get(`/game/${games[0].id}`)).body).toEqual((await api.get("/game")).body);
-		expect(titles((await api.get(`/game/anything?title=catan&idCategory=${strategy.id}`)).body)).toEqual([
-			"CATAN: Seafarers",
-		]);
+		expect(titles((await api.get(`/game/anything?title=catan&idCategory=${strategy.id}`)).body)).toEqual(["CATAN: Seafarers"]);
 	});
 
 	test("catastrophic patterns are answered quickly while other requests are served", async () => {

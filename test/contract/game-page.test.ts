@@ -95,8 +95,16 @@ describe("POST /game (page)", () => {
 	});
 
 	test("a page past the end has empty content and the true totalElements", async () => {
-		expect((await search({ pageNumber: 40, pageSize: 5 })).body).toEqual({ content: [], pageable: { pageNumber: 40, pageSize: 5 }, totalElements: games.length });
-		expect((await search({ pageNumber: 40, pageSize: 5 }, { title: "catan" })).body).toEqual({ content: [], pageable: { pageNumber: 40, pageSize: 5 }, totalElements: 2 });
+		expect((await search({ pageNumber: 40, pageSize: 5 })).body).toEqual({
+			content: [],
+			pageable: { pageNumber: 40, pageSize: 5 },
+			totalElements: games.length,
+		});
+		expect((await search({ pageNumber: 40, pageSize: 5 }, { title: "catan" })).body).toEqual({
+			content: [],
+			pageable: { pageNumber: 40, pageSize: 5 },
+			totalElements: 2,
+		});
 	});
 
 	test("pageSize 1000 is accepted", async () => {
@@ -107,8 +115,16 @@ describe("POST /game (page)", () => {
 		...refusedPageables,
 		["sort property not a game field", { pageNumber: 0, pageSize: 5, sort: { property: "name" } }, "pageable.sort"],
 		["sort property a stored field", { pageNumber: 0, pageSize: 5, sort: { property: "_id" } }, "pageable.sort"],
-		["sort list with a bad property", { pageNumber: 0, pageSize: 5, sort: [{ property: "title" }, { property: "category" }] }, "pageable.sort"],
-		["sort list longer than the 3 game sort fields", { pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "title" }) }, "pageable.sort"],
+		[
+			"sort list with a bad property",
+			{ pageNumber: 0, pageSize: 5, sort: [{ property: "title" }, { property: "category" }] },
+			"pageable.sort",
+		],
+		[
+			"sort list longer than the 3 game sort fields",
+			{ pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "title" }) },
+			"pageable.sort",
+		],
 	])("%s: 400 with a msg naming the field", async (_case, pageable, field) => {
 		const answer = await api.post("/game", pageable === undefined ? {} : { pageable });
 		expect(answer.status).toBe(400);
@@ -118,7 +134,9 @@ describe("POST /game (page)", () => {
 	test("sort by title, ascending and descending (text as stored: capitals first)", async () => {
 		const ascending = ["Agricola", "CATAN: Seafarers", "Catan", "Lost Cities", "Modern Art", "Ra", "Tigris & Euphrates"];
 		expect(titles((await search({ ...all, sort: { property: "title" } })).body.content)).toEqual(ascending);
-		expect(titles((await search({ ...all, sort: { property: "title", direction: "desc" } })).body.content)).toEqual([...ascending].reverse());
+		expect(titles((await search({ ...all, sort: { property: "title", direction: "desc" } })).body.content)).toEqual(
+			[...ascending].reverse(),
+		);
 	});
 
 	test("sort by age, ascending and descending; equal ages keep id order", async () => {
@@ -135,10 +153,21 @@ describe("POST /game (page)", () => {
 		]);
 	});
 
-	test.each([["DESC"], ["Desc"], ["asc"], ["down"], [undefined]])("direction %s orders ascending (only lowercase 'desc' is descending)", async direction => {
-		const { body } = await search({ ...all, sort: { property: "age", direction } });
-		expect(titles(body.content)).toEqual(["Lost Cities", "Catan", "Modern Art", "CATAN: Seafarers", "Tigris & Euphrates", "Agricola", "Ra"]);
-	});
+	test.each([["DESC"], ["Desc"], ["asc"], ["down"], [undefined]])(
+		"direction %s orders ascending (only lowercase 'desc' is descending)",
+		async direction => {
+			const { body } = await search({ ...all, sort: { property: "age", direction } });
+			expect(titles(body.content)).toEqual([
+				"Lost Cities",
+				"Catan",
+				"Modern Art",
+				"CATAN: Seafarers",
+				"Tigris & Euphrates",
+				"Agricola",
+				"Ra",
+			]);
+		},
+	);
 
 	test("a sort without property orders by id", async () => {
 		expect(ids((await search({ ...all, sort: { direction: "desc" } })).body.content)).toEqual(ids(games).reverse());
@@ -177,7 +206,10 @@ describe("POST /game (page)", () => {
 	});
 
 	test("the matches of a title are in the order asked", async () => {
-		const { body } = await search({ pageNumber: 0, pageSize: 3, sort: [{ property: "age" }, { property: "title", direction: "desc" }] }, { title: "a" });
+		const { body } = await search(
+			{ pageNumber: 0, pageSize: 3, sort: [{ property: "age" }, { property: "title", direction: "desc" }] },
+			{ title: "a" },
+		);
 		expect(titles(body.content)).toEqual(["Modern Art", "Catan", "CATAN: Seafarers"]);
 		expect(body.totalElements).toBe(6);
 	});
@@ -216,7 +248,13 @@ describe("POST /game (page)", () => {
 		const sameAsListed = (page: Game[]) => page.map(game => listed.find(entry => entry.id === game.id));
 		const paged = (await search({ pageNumber: 1, pageSize: 3, sort: { property: "title" } })).body.content;
 		expect(paged).toEqual(sameAsListed(paged));
-		expect(paged[0]).toEqual({ id: games[5].id, title: "Lost Cities", age: 8, category: family, author: { id: knizia.id, name: "Reiner Knizia", nationality: "German" } });
+		expect(paged[0]).toEqual({
+			id: games[5].id,
+			title: "Lost Cities",
+			age: 8,
+			category: family,
+			author: { id: knizia.id, name: "Reiner Knizia", nationality: "German" },
+		});
 		const searched = (await search({ pageNumber: 0, pageSize: 3 }, { title: "catan" })).body.content;
 		expect(searched).toEqual(sameAsListed(searched));
 		expect(searched[0].category).toEqual(family);
@@ -242,12 +280,15 @@ describe("POST /game (page)", () => {
 
 	test("walking pages sorted on a key with ties answers each game exactly once", async () => {
 		const walked: string[] = [];
-		for (let pageNumber = 0; pageNumber * 2 < games.length; pageNumber++) walked.push(...ids((await search({ pageNumber, pageSize: 2, sort: { property: "age" } })).body.content));
+		for (let pageNumber = 0; pageNumber * 2 < games.length; pageNumber++)
+			walked.push(...ids((await search({ pageNumber, pageSize: 2, sort: { property: "age" } })).body.content));
 		expect([...walked].sort()).toEqual(ids(games).sort());
 	});
 
 	test("a draft (a game whose references are still being checked) is never shown nor counted", async () => {
-		const { adapter } = localService<{ adapter: { insert(game: object): Promise<unknown>; removeMany(query: object): Promise<number> } }>(catalogue, "games");
+		const { adapter } = localService<{
+			adapter: { insert(game: object): Promise<unknown>; removeMany(query: object): Promise<number> };
+		}>(catalogue, "games");
 		const draft = { _id: newId(), title: "Catan: Draft", age: 10, category: family.id, author: teuber.id, draft: Date.now() };
 		await adapter.insert(draft);
 		await forgetCachedAnswers(catalogue);
@@ -269,7 +310,9 @@ describe("POST /game (page)", () => {
 		["the games store fails to find (a title: the service tests titles)", ["games", "find"], { title: "catan" }],
 		["the author store fails while the page is populated", ["authors", "findByIds"], {}],
 	])("a storage failure answers 400 'Error fetching games page': %s", async (_case, broken, filters) => {
-		const answer = await withBrokenStorage(catalogue, broken as [string, string], () => search({ pageNumber: 0, pageSize: 5 }, filters));
+		const answer = await withBrokenStorage(catalogue, broken as [string, string], () =>
+			search({ pageNumber: 0, pageSize: 5 }, filters),
+		);
 		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching games page" } });
 	});
 });
@@ -367,7 +410,9 @@ describe("POST /game costs its page, not the catalogue", () => {
 	});
 
 	test("with a title filter too: 30 games match, the 2 of the page are populated", async () => {
-		const { content, categories, authors } = await referencesAsked(() => search({ pageNumber: 1, pageSize: 2, sort: { property: "id", direction: "desc" } }, { title: "^bulk" }));
+		const { content, categories, authors } = await referencesAsked(() =>
+			search({ pageNumber: 1, pageSize: 2, sort: { property: "id", direction: "desc" } }, { title: "^bulk" }),
+		);
 		const page = [bulk[27], bulk[26]];
 		expect(ids(content)).toEqual(ids(page));
 		expect(categories).toEqual([page.map(game => game.category)]);

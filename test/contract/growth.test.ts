@@ -83,7 +83,12 @@ test("a game's create, update and delete do no more index work at 10,000 games t
 		const before = work();
 		const games = (await api.post("/game", { pageable: { pageNumber: 0, pageSize: 10 } })).body.content as { id: string }[];
 		for (const [i, game] of games.entries()) {
-			const body = { title: `Changed ${i}`, age: 7, category: { id: categories[(i + 3) % 10].id }, author: { id: authors[(i + 7) % 50].id } };
+			const body = {
+				title: `Changed ${i}`,
+				age: 7,
+				category: { id: categories[(i + 3) % 10].id },
+				author: { id: authors[(i + 7) % 50].id },
+			};
 			expect((await api.put(`/game/${game.id}`, body)).status).toBe(200);
 		}
 		for (let i = 0; i < 5; i++) {

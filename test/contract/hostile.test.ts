@@ -148,7 +148,8 @@ function storageKeysIn(value: unknown): string[] {
 function answerProblems(reply: Reply): string[] {
 	const problems: string[] = [];
 	if (reply.status >= 500) problems.push(`a ${reply.status}: the server failed instead of refusing the request`);
-	if (!/^application\/json/.test(reply.contentType ?? "")) problems.push(`the Content-Type is ${reply.contentType ?? "missing"}, not application/json`);
+	if (!/^application\/json/.test(reply.contentType ?? ""))
+		problems.push(`the Content-Type is ${reply.contentType ?? "missing"}, not application/json`);
 	let body: unknown;
 	try {
 		body = JSON.parse(reply.text);
@@ -217,7 +218,12 @@ function sentFields(store: StoreName, body: unknown): Record<string, unknown> | 
 	const age = trimmed(own(body, "age"));
 	if (store === "authors") return { name: trimmed(own(body, "name")), nationality: trimmed(own(body, "nationality")) };
 	if (store === "categories") return { name: trimmed(own(body, "name")) };
-	return { title: trimmed(own(body, "title")), age: typeof age === "string" ? Number(age) : age, category: reference("category"), author: reference("author") };
+	return {
+		title: trimmed(own(body, "title")),
+		age: typeof age === "string" ? Number(age) : age,
+		category: reference("category"),
+		author: reference("author"),
+	};
 }
 
 /**
@@ -228,14 +234,17 @@ function sentFields(store: StoreName, body: unknown): Record<string, unknown> | 
  */
 function storeChangeProblems(request: HostileRequest, wire: WireRequest, reply: Reply, before: Store, after: Store): string[] {
 	if (!mayWrite(wire, reply))
-		return JSON.stringify(before) === JSON.stringify(after) ? [] : [`it must not write, yet the store changed: ${describeChanges(before, after)}`];
+		return JSON.stringify(before) === JSON.stringify(after)
+			? []
+			: [`it must not write, yet the store changed: ${describeChanges(before, after)}`];
 	const changes = changedRecords(before, after);
 	const own = STORE_OF_ROUTE[request.alias.split(/[ /]/)[2]];
 	// An empty segment (`PUT /author/`) is the collection's own route.
 	const named = request.alias.endsWith("/:id") ? pathId(wire) : undefined;
 	if (changes.some(change => change.store !== own)) return [`a write to ${own} changed other records: ${describeChanges(before, after)}`];
 	if (changes.length > 1) return [`one write changed ${changes.length} records: ${describeChanges(before, after)}`];
-	if (named && changes.length === 1 && changes[0].id !== named) return [`the write changed ${changes[0].id}, not the record its path names`];
+	if (named && changes.length === 1 && changes[0].id !== named)
+		return [`the write changed ${changes[0].id}, not the record its path names`];
 	if (wire.method !== "PUT") return [];
 	if (!named && changes.length === 0) return ["a successful create stored nothing"];
 	const record = after[own].find(stored => String(stored._id) === (named || changes[0].id));
@@ -244,11 +253,15 @@ function storeChangeProblems(request: HostileRequest, wire: WireRequest, reply: 
 	if (!sent) return [`it stored ${cut(JSON.stringify(record), 200)}, yet the body is no object`];
 	return Object.entries(sent)
 		.filter(([field, value]) => record[field] !== value)
-		.map(([field, value]) => `it stored ${field} ${cut(JSON.stringify(record[field]) ?? "undefined", 80)}, not the body's own ${cut(JSON.stringify(value) ?? "undefined", 80)}`);
+		.map(
+			([field, value]) =>
+				`it stored ${field} ${cut(JSON.stringify(record[field]) ?? "undefined", 80)}, not the body's own ${cut(JSON.stringify(value) ?? "undefined", 80)}`,
+		);
 }
 
 /** `text` with control characters and surrogates written as \u{..}: JSON.stringify leaves U+007F to U+009F as they are. */
-const visible = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f\ud800-\udfff]/g, char => `\\u{${char.charCodeAt(0).toString(16)}}`);
+const visible = (text: string) =>
+	text.replace(/[\u0000-\u001f\u007f-\u009f\ud800-\udfff]/g, char => `\\u{${char.charCodeAt(0).toString(16)}}`);
 
 function textProblem(value: unknown, max: number): string | undefined {
 	if (typeof value !== "string") return `is ${cut(JSON.stringify(value) ?? String(value), 80)}, not text`;
@@ -283,8 +296,10 @@ function storeProblems(store: Store): string[] {
 	const authors = new Set(store.authors.map(record => record._id));
 	for (const game of store.games) {
 		const where = `games record ${String(game._id)}`;
-		if (typeof game.age !== "number" || !Number.isInteger(game.age) || game.age < 0 || game.age > 99) problems.push(`${where}: age ${JSON.stringify(game.age)} is not 0 to 99`);
-		if (!categories.has(game.category)) problems.push(`${where} refers to category ${JSON.stringify(game.category)}, which does not exist`);
+		if (typeof game.age !== "number" || !Number.isInteger(game.age) || game.age < 0 || game.age > 99)
+			problems.push(`${where}: age ${JSON.stringify(game.age)} is not 0 to 99`);
+		if (!categories.has(game.category))
+			problems.push(`${where} refers to category ${JSON.stringify(game.category)}, which does not exist`);
 		if (!authors.has(game.author)) problems.push(`${where} refers to author ${JSON.stringify(game.author)}, which does not exist`);
 	}
 	return problems;
@@ -327,7 +342,11 @@ function prototypeProperties(): Map<string, PrototypeProperty> {
 }
 
 const sameProperty = (a?: PrototypeProperty, b?: PrototypeProperty) =>
-	a !== undefined && b !== undefined && a.descriptor.value === b.descriptor.value && a.descriptor.get === b.descriptor.get && a.descriptor.set === b.descriptor.set;
+	a !== undefined &&
+	b !== undefined &&
+	a.descriptor.value === b.descriptor.value &&
+	a.descriptor.get === b.descriptor.get &&
+	a.descriptor.set === b.descriptor.set;
 
 /** After any request: the server still answers a plain GET /author, and no prototype gained, lost or changed a property. */
 async function aftermathProblems(): Promise<string[]> {
@@ -386,10 +405,13 @@ async function concurrentRequests(requests: HostileRequest[]): Promise<void> {
 		}
 	});
 	const wrote = outcomes.some((outcome, index) => outcome.status === "fulfilled" && mayWrite(wires[index], outcome.value));
-	if (!wrote && JSON.stringify(before) !== JSON.stringify(after)) problems.push(`no request of the batch wrote, yet the store changed: ${describeChanges(before, after)}`);
+	if (!wrote && JSON.stringify(before) !== JSON.stringify(after))
+		problems.push(`no request of the batch wrote, yet the store changed: ${describeChanges(before, after)}`);
 	problems.push(...newStoreProblems(before, after), ...(await aftermathProblems()));
 	if (problems.length > 0)
-		throw new Error(`${wires.length} requests at once:\n${wires.map(wire => `  ${describeWire(wire)}`).join("\n")}\nfound:\n${problems.join("\n")}`);
+		throw new Error(
+			`${wires.length} requests at once:\n${wires.map(wire => `  ${describeWire(wire)}`).join("\n")}\nfound:\n${problems.join("\n")}`,
+		);
 }
 
 /**
@@ -398,7 +420,12 @@ async function concurrentRequests(requests: HostileRequest[]): Promise<void> {
  * interruptAfterTimeLimit with markInterruptAsFailure false), then waits for the run the limit
  * interrupted: fast-check stops waiting for it, the server does not.
  */
-async function fuzz<T>(arbitrary: fc.Arbitrary<T>, check: (value: T) => Promise<void>, numRuns: number, timeLimitMs: number): Promise<void> {
+async function fuzz<T>(
+	arbitrary: fc.Arbitrary<T>,
+	check: (value: T) => Promise<void>,
+	numRuns: number,
+	timeLimitMs: number,
+): Promise<void> {
 	let running: Promise<unknown> = Promise.resolve();
 	const property = fc.asyncProperty(arbitrary, value => {
 		const run = check(value);
@@ -414,7 +441,9 @@ async function fuzz<T>(arbitrary: fc.Arbitrary<T>, check: (value: T) => Promise<
 
 describe("hostile requests through HTTP", () => {
 	test("the fuzz aims at every route of the gateway's alias table, and only at those", () => {
-		const gateway = catalogue.broker.getLocalService("api") as unknown as { settings: { routes: { aliases: Record<string, string> }[] } };
+		const gateway = catalogue.broker.getLocalService("api") as unknown as {
+			settings: { routes: { aliases: Record<string, string> }[] };
+		};
 		expect(Object.keys(requestsByAlias).sort()).toEqual(Object.keys(gateway.settings.routes[0].aliases).sort());
 	});
 

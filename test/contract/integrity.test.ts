@@ -88,7 +88,10 @@ describe.each([
 		const before = await gameIds();
 		const creating = created("First");
 		const release = await checking;
-		expect(await api.delete(`${path}/${target().id}`)).toMatchObject({ status: 400, body: { msg: `There are games related to this ${record}` } });
+		expect(await api.delete(`${path}/${target().id}`)).toMatchObject({
+			status: 400,
+			body: { msg: `There are games related to this ${record}` },
+		});
 		expect(await gameIds()).toEqual(before);
 		release();
 		const { status, body: answer } = await creating;
@@ -118,11 +121,18 @@ describe.each([
 		const checking = gate.hold(`${service}.referable`, "before");
 		const updating = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
 		const release = await checking;
-		expect(await api.delete(`${path}/${fresh.id}`)).toMatchObject({ status: 400, body: { msg: `There are games related to this ${record}` } });
+		expect(await api.delete(`${path}/${fresh.id}`)).toMatchObject({
+			status: 400,
+			body: { msg: `There are games related to this ${record}` },
+		});
 		release();
 		expect(await updating).toMatchObject({ status: 200, body: 1 });
 		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
-		expect(listed).toMatchObject({ title: "Moved", [record]: { id: fresh.id }, [record === "author" ? "category" : "author"]: { id: other().id } });
+		expect(listed).toMatchObject({
+			title: "Moved",
+			[record]: { id: fresh.id },
+			[record === "author" ? "category" : "author"]: { id: other().id },
+		});
 	});
 
 	test(`a delete abandoned by a node that died (older than the lease) does not block a create`, async () => {
@@ -132,7 +142,14 @@ describe.each([
 
 	test(`a game draft abandoned by a node that died does not block the delete, and is cleared by it`, async () => {
 		const [draftCategory, draftAuthor] = refs(target());
-		await adapter("games").insert({ _id: `draft-${record}`, title: "Lost", age: 1, category: draftCategory.id, author: draftAuthor.id, draft: 0 });
+		await adapter("games").insert({
+			_id: `draft-${record}`,
+			title: "Lost",
+			age: 1,
+			category: draftCategory.id,
+			author: draftAuthor.id,
+			draft: 0,
+		});
 		expect(await gameIds()).not.toContain(`draft-${record}`);
 		expect(await api.delete(`${path}/${target().id}`)).toMatchObject({ status: 200 });
 		expect(await adapter("games").findById(`draft-${record}`)).toBeFalsy();

@@ -27,7 +27,10 @@ async function scrape(name: string): Promise<{ labels: Record<string, string>; v
 		.filter(line => line.startsWith(`${name}{`))
 		.map(line => {
 			const [, labels, value] = /^[^{]+\{(.*)\} (\S+)$/.exec(line)!;
-			return { labels: Object.fromEntries([...labels.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, label]) => [key, label])), value: Number(value) };
+			return {
+				labels: Object.fromEntries([...labels.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, label]) => [key, label])),
+				value: Number(value),
+			};
 		});
 }
 
@@ -58,14 +61,23 @@ describe("GET /metrics on METRICS_PORT, after a create, two lists, a 400 and an 
 	});
 
 	test("errors per action and type: the 400 is a validation error, the unknown id NOT_FOUND", async () => {
-		expect(await valueOf("moleculer_request_error_total", { ...call("categories.create"), errorName: "ValidationError", errorType: "VALIDATION_ERROR" })).toBe(1);
+		expect(
+			await valueOf("moleculer_request_error_total", {
+				...call("categories.create"),
+				errorName: "ValidationError",
+				errorType: "VALIDATION_ERROR",
+			}),
+		).toBe(1);
 		expect(await valueOf("moleculer_request_error_total", { ...call("categories.get"), errorType: "NOT_FOUND" })).toBe(1);
 		expect(await valueOf("moleculer_request_error_total", call("games.list"))).toBe(0);
 	});
 
 	test("per HTTP route: requests by method, alias and status, and their times", async () => {
 		// Counted when the answer is done, which the client may see a moment before the server does.
-		await waitFor("the gateway counted the five requests", async () => (await valueOf("catalogue_http_requests_total", { method: "GET", path: "/category/:id" })) === 1);
+		await waitFor(
+			"the gateway counted the five requests",
+			async () => (await valueOf("catalogue_http_requests_total", { method: "GET", path: "/category/:id" })) === 1,
+		);
 		expect(await valueOf("catalogue_http_requests_total", { method: "GET", path: "/game", status: "200" })).toBe(2);
 		expect(await valueOf("catalogue_http_requests_total", { method: "PUT", path: "/category", status: "200" })).toBe(1);
 		expect(await valueOf("catalogue_http_requests_total", { method: "PUT", path: "/category", status: "400" })).toBe(1);
@@ -75,7 +87,10 @@ describe("GET /metrics on METRICS_PORT, after a create, two lists, a 400 and an 
 
 	test("a path no alias matches is counted under path 'none', not under its URL", async () => {
 		expect((await api.get("/nowhere")).status).toBe(404);
-		await waitFor("the 404 is counted", async () => (await valueOf("catalogue_http_requests_total", { method: "GET", path: "none", status: "404" })) === 1);
+		await waitFor(
+			"the 404 is counted",
+			async () => (await valueOf("catalogue_http_requests_total", { method: "GET", path: "none", status: "404" })) === 1,
+		);
 		expect((await scrape("catalogue_http_requests_total")).some(sample => sample.labels.path === "/nowhere")).toBe(false);
 	});
 });

@@ -14,7 +14,10 @@ type Operation = {
 	parameters?: { name: string; in: string }[];
 	responses: Record<string, { $ref?: string; content?: Record<string, Answer> }>;
 };
-type Document = { paths: Record<string, Record<string, Operation>>; components: { responses: Record<string, { description: string; content: Record<string, Answer> }> } };
+type Document = {
+	paths: Record<string, Record<string, Operation>>;
+	components: { responses: Record<string, { description: string; content: Record<string, Answer> }> };
+};
 
 let catalogue: Catalogue;
 let document: Document;
@@ -40,7 +43,9 @@ const escape = (segment: string) => segment.replaceAll("~", "~0").replaceAll("/"
 const answerPointer = (path: string, method: string, status: number | string, type = "application/json") =>
 	`/paths/${escape(path)}/${method}/responses/${status}/content/${escape(type)}/schema`;
 const operationsOf = (doc: Document) =>
-	Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })));
+	Object.entries(doc.paths).flatMap(([path, methods]) =>
+		Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+	);
 
 describe("GET /openapi.json", () => {
 	test("is valid against the OpenAPI 3.1 schema", () => {
@@ -64,10 +69,23 @@ describe("GET /openapi.json", () => {
 		const slashForms = fromGateway
 			.filter(route => !route.includes("{") && paths.some(path => path.startsWith(`${route.split(" ")[1]}/{`)))
 			.map(route => `${route}/`);
-		const fromDocument = operationsOf(document).map(({ path, method }) => `${method.toUpperCase()} ${path}`).sort();
+		const fromDocument = operationsOf(document)
+			.map(({ path, method }) => `${method.toUpperCase()} ${path}`)
+			.sort();
 		expect(fromDocument).toEqual([...fromGateway, ...slashForms].sort());
-		expect(fromGateway).toEqual(expect.arrayContaining(["GET /game/{query}", "PUT /game/{id}", "GET /openapi.json", "GET /docs", "GET /health/ready"]));
-		expect(slashForms.sort()).toEqual(["GET /author/", "GET /category/", "GET /game/", "POST /author/", "POST /game/", "PUT /author/", "PUT /category/", "PUT /game/"]);
+		expect(fromGateway).toEqual(
+			expect.arrayContaining(["GET /game/{query}", "PUT /game/{id}", "GET /openapi.json", "GET /docs", "GET /health/ready"]),
+		);
+		expect(slashForms.sort()).toEqual([
+			"GET /author/",
+			"GET /category/",
+			"GET /game/",
+			"POST /author/",
+			"POST /game/",
+			"PUT /author/",
+			"PUT /category/",
+			"PUT /game/",
+		]);
 	});
 
 	test("GET /category/?name=, the interface's own form of the list, is documented as the list, and so are the other trailing-slash forms", async () => {
@@ -83,7 +101,8 @@ describe("GET /openapi.json", () => {
 			["/game/", "get", await catalogue.api.get("/game/?title=hanabi")],
 			["/game/", "post", await catalogue.api.post("/game/", { pageable: { pageNumber: 0, pageSize: 5 } })],
 		];
-		for (const [path, method, answer] of answers) expect({ path, method, status: answer.status }).toEqual({ path, method, status: 200 });
+		for (const [path, method, answer] of answers)
+			expect({ path, method, status: answer.status }).toEqual({ path, method, status: 200 });
 		expect((answers[1][2].body as { name: string }[]).map(({ name }) => name)).toEqual(["Deduction"]);
 		expect(answers.flatMap(([path, method, answer]) => fits(answerPointer(path, method, 200), answer.body))).toEqual([]);
 	});
@@ -92,7 +111,9 @@ describe("GET /openapi.json", () => {
 		const withBody = operationsOf(document).filter(({ method }) => method === "put" || method === "post");
 		expect(withBody.length).toBeGreaterThanOrEqual(8);
 		for (const { path, method, operation } of withBody) {
-			const answer = await catalogue.api.send(method.toUpperCase(), path.replace(/\{\w+\}/g, "x"), {}, undefined, { "Content-Type": "application/json; charset=klingon" });
+			const answer = await catalogue.api.send(method.toUpperCase(), path.replace(/\{\w+\}/g, "x"), {}, undefined, {
+				"Content-Type": "application/json; charset=klingon",
+			});
 			expect({ route: `${method} ${path}`, status: answer.status, documented: operation.responses[415] }).toEqual({
 				route: `${method} ${path}`,
 				status: 415,
@@ -106,8 +127,15 @@ describe("GET /openapi.json", () => {
 		const padding = `?pad=${"x".repeat(MAX_URL_LENGTH)}`;
 		for (const { path, method, operation } of operationsOf(document)) {
 			const answer = await catalogue.api.send(method.toUpperCase(), path.replace(/\{\w+\}/g, "x") + padding);
-			expect({ route: `${method} ${path}`, status: answer.status, body: answer.body }).toEqual({ route: `${method} ${path}`, status: 414, body: { msg: texts.urlTooLong } });
-			expect({ route: `${method} ${path}`, documented: operation.responses[414] }).toEqual({ route: `${method} ${path}`, documented: { $ref: "#/components/responses/UrlTooLong" } });
+			expect({ route: `${method} ${path}`, status: answer.status, body: answer.body }).toEqual({
+				route: `${method} ${path}`,
+				status: 414,
+				body: { msg: texts.urlTooLong },
+			});
+			expect({ route: `${method} ${path}`, documented: operation.responses[414] }).toEqual({
+				route: `${method} ${path}`,
+				documented: { $ref: "#/components/responses/UrlTooLong" },
+			});
 		}
 		expect(fits("/components/responses/UrlTooLong/content/application~1json/schema", { msg: texts.urlTooLong })).toEqual([]);
 		expect(document.components.responses.UrlTooLong.content["application/json"].example).toEqual({ msg: texts.urlTooLong });
@@ -119,27 +147,56 @@ describe("GET /openapi.json", () => {
 		for (const { path, method, operation } of operationsOf(document))
 			for (const [status, response] of Object.entries(operation.responses))
 				for (const [type, answer] of Object.entries(response.content ?? {})) {
-					const examples = [answer.example, ...Object.values(answer.examples ?? {}).map(example => example.value)].filter(value => value !== undefined);
+					const examples = [answer.example, ...Object.values(answer.examples ?? {}).map(example => example.value)].filter(
+						value => value !== undefined,
+					);
 					for (const example of examples) problems.push(...fits(answerPointer(path, method, status, type), example));
 				}
 		for (const [name, response] of Object.entries(document.components.responses))
-			if (response.content) problems.push(...fits(`/components/responses/${name}/content/application~1json/schema`, response.content["application/json"].example));
+			if (response.content)
+				problems.push(
+					...fits(`/components/responses/${name}/content/application~1json/schema`, response.content["application/json"].example),
+				);
 		expect(problems).toEqual([]);
 	});
 
 	test("real answers fit the documented schemas: records created, listed and paged", async () => {
 		const category = await catalogue.api.put("/category", { name: "Eurogames" });
 		const author = await catalogue.api.put("/author", { name: "Reiner Knizia", nationality: "German" });
-		const game = await catalogue.api.put("/game", { title: "Tigris & Euphrates", age: "12", category: { id: category.body.category.id }, author: { id: author.body.author.id } });
+		const game = await catalogue.api.put("/game", {
+			title: "Tigris & Euphrates",
+			age: "12",
+			category: { id: category.body.category.id },
+			author: { id: author.body.author.id },
+		});
 		const answers: [string, string, { status: number; body: unknown }][] = [
 			["/category", "put", category],
 			["/author", "put", author],
 			["/game", "put", game],
 			["/game", "get", await catalogue.api.get("/game?title=tigris")],
-			["/author", "post", await catalogue.api.post("/author", { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name", direction: "desc" } } })],
-			["/game", "post", await catalogue.api.post("/game", { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "age" } }, title: "tigris" })],
+			[
+				"/author",
+				"post",
+				await catalogue.api.post("/author", {
+					pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name", direction: "desc" } },
+				}),
+			],
+			[
+				"/game",
+				"post",
+				await catalogue.api.post("/game", { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "age" } }, title: "tigris" }),
+			],
 			["/category/{id}", "get", await catalogue.api.get(`/category/${category.body.category.id}`)],
-			["/game/{id}", "put", await catalogue.api.put(`/game/${game.body.game.id}`, { title: "Tigris", age: 10, category: { id: category.body.category.id }, author: { id: author.body.author.id } })],
+			[
+				"/game/{id}",
+				"put",
+				await catalogue.api.put(`/game/${game.body.game.id}`, {
+					title: "Tigris",
+					age: 10,
+					category: { id: category.body.category.id },
+					author: { id: author.body.author.id },
+				}),
+			],
 			["/health/ready", "get", await catalogue.api.get("/health/ready")],
 		];
 		for (const [, , answer] of answers) expect(answer.status).toBe(200);
@@ -147,7 +204,9 @@ describe("GET /openapi.json", () => {
 	});
 
 	test("each documented validation failure is the very answer the gateway gives to the documented invalid request", async () => {
-		const withExample = operationsOf(document).filter(({ operation }) => operation.responses[400]?.content?.["application/json"].examples?.validation);
+		const withExample = operationsOf(document).filter(
+			({ operation }) => operation.responses[400]?.content?.["application/json"].examples?.validation,
+		);
 		expect(withExample.length).toBeGreaterThanOrEqual(8);
 		for (const { path, method, operation } of withExample) {
 			const action = operation.operationId.replace(/(\.query)?(\.slash)?$/, "");
@@ -167,7 +226,8 @@ describe("GET /openapi.json", () => {
 
 	test("the docs page alone has a Content-Security-Policy that lets Swagger UI run; it serves only the files the page loads", async () => {
 		const strict = "default-src 'none';frame-ancestors 'none'";
-		for (const path of ["/openapi.json", "/category", "/nowhere"]) expect((await catalogue.api.get(path)).headers.get("content-security-policy")).toBe(strict);
+		for (const path of ["/openapi.json", "/category", "/nowhere"])
+			expect((await catalogue.api.get(path)).headers.get("content-security-policy")).toBe(strict);
 		for (const path of ["/docs", "/docs/", "/docs/docs.js", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"]) {
 			const answer = await fetch(catalogue.api.url + path);
 			expect({ path, status: answer.status }).toEqual({ path, status: 200 });
@@ -184,7 +244,9 @@ describe("GET /openapi.json", () => {
 		const answer = await catalogue.api.get("/category/nope");
 		expect(answer.status).toBe(400);
 		expect(fits(answerPointer("/category/{id}", "get", 400), answer.body)).toEqual([]);
-		const examples = Object.values(document.paths["/category/{id}"].get.responses[400].content!["application/json"].examples!).map(example => example.value);
+		const examples = Object.values(document.paths["/category/{id}"].get.responses[400].content!["application/json"].examples!).map(
+			example => example.value,
+		);
 		expect(examples).toContainEqual(answer.body);
 	});
 });

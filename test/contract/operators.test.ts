@@ -81,7 +81,9 @@ describe("X-Request-ID", () => {
 		const author = await api.author("Alan R. Moon", "American");
 		const cat = await category();
 		seen.length = 0;
-		const answer = await api.send("PUT", "/game", { title: "Ticket to Ride", age: 8, category: cat, author }, undefined, { "X-Request-ID": sent });
+		const answer = await api.send("PUT", "/game", { title: "Ticket to Ride", age: 8, category: cat, author }, undefined, {
+			"X-Request-ID": sent,
+		});
 		expect(answer.status).toBe(200);
 		expect(answer.headers.get("x-request-id")).toBe(sent);
 		const actions = seen.filter(call => call.requestID === sent).map(call => call.action);
@@ -106,7 +108,11 @@ describe("X-Request-ID", () => {
 	});
 
 	test("failures carry it too: a 400, a 404 and a refused body", async () => {
-		for (const [method, path, body] of [["GET", "/author/unknown"], ["GET", "/nowhere"], ["PUT", "/author", "{"]] as const) {
+		for (const [method, path, body] of [
+			["GET", "/author/unknown"],
+			["GET", "/nowhere"],
+			["PUT", "/author", "{"],
+		] as const) {
 			const answer = await api.send(method, path, undefined, body, { "X-Request-ID": "failing-1" });
 			expect(answer.status).toBeGreaterThanOrEqual(400);
 			expect(answer.headers.get("x-request-id")).toBe("failing-1");

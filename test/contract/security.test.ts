@@ -85,7 +85,11 @@ describe("limits and headers (default settings)", () => {
 		const before = (await api().get("/author")).body;
 		const raw = `{"name":"Deep","nationality":"Nowhere","extra":${nested(32)}}`;
 		expectFailure(await api().send("PUT", "/author", undefined, raw), 400, "The request body is nested too deeply");
-		expectFailure(await api().send("PUT", "/author", undefined, `{"name":${nested(5000)}}`), 400, "The request body is nested too deeply");
+		expectFailure(
+			await api().send("PUT", "/author", undefined, `{"name":${nested(5000)}}`),
+			400,
+			"The request body is nested too deeply",
+		);
 		expect((await api().get("/author")).body).toEqual(before);
 	});
 
@@ -262,7 +266,9 @@ describe("CORS_ORIGINS", () => {
 			await api().send("GET", "/author", undefined, undefined, from("https://app.example.com")),
 			await api().send("PUT", "/author", {}, undefined, from("http://localhost:5173")),
 		]) {
-			expect(answer.headers.get("access-control-allow-origin")).toBe(answer.status === 200 ? "https://app.example.com" : "http://localhost:5173");
+			expect(answer.headers.get("access-control-allow-origin")).toBe(
+				answer.status === 200 ? "https://app.example.com" : "http://localhost:5173",
+			);
 			expect(answer.headers.get("vary")).toMatch(/Origin/);
 		}
 	});
@@ -292,7 +298,10 @@ describe("CORS_ORIGINS", () => {
 
 	test("an OPTIONS request naming a write method is answered as a preflight and runs nothing", async () => {
 		const before = (await api().get("/author")).body;
-		for (const headers of [{ "Access-Control-Request-Method": "PUT" }, from("https://app.example.com", { "Access-Control-Request-Method": "PUT" })]) {
+		for (const headers of [
+			{ "Access-Control-Request-Method": "PUT" },
+			from("https://app.example.com", { "Access-Control-Request-Method": "PUT" }),
+		]) {
 			const answer = await api().send("OPTIONS", "/author", { name: "Via", nationality: "Options" }, undefined, headers);
 			expect(answer.status).toBe(204);
 		}
@@ -342,7 +351,9 @@ describe("API_TOKEN", () => {
 		expect((await api().send("PUT", `/category/${id}`, { name: "Renamed" }, undefined, bearer(TOKEN))).body).toBe(1);
 		expect((await api().delete(`/category/${id}`)).status).toBe(401);
 		expect((await api().get(`/category/${id}`)).body).toEqual({ id, name: "Renamed" });
-		expect((await api().send("DELETE", `/category/${id}`, undefined, undefined, { Authorization: `bearer ${TOKEN}` })).status).toBe(200);
+		expect((await api().send("DELETE", `/category/${id}`, undefined, undefined, { Authorization: `bearer ${TOKEN}` })).status).toBe(
+			200,
+		);
 	});
 
 	test("an OPTIONS request naming PUT cannot write past the token", async () => {

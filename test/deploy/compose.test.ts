@@ -29,7 +29,7 @@ const compose = parse(read("docker-compose.yml"), { merge: true }) as Compose;
 
 function environment(service: Service): Record<string, string> {
 	const entries = Array.isArray(service.environment)
-		? service.environment.map((line) => line.split(/=(.*)/s).slice(0, 2))
+		? service.environment.map(line => line.split(/=(.*)/s).slice(0, 2))
 		: Object.entries(service.environment ?? {});
 	return Object.fromEntries(entries.map(([key, value]) => [key, String(value ?? "")]));
 }
@@ -55,7 +55,8 @@ const CREDENTIALS = {
 };
 
 /** A service's environment as compose gives it with CREDENTIALS set. */
-const interpolated = (service: Service) => Object.fromEntries(Object.entries(environment(service)).map(([key, value]) => [key, interpolate(value, CREDENTIALS)]));
+const interpolated = (service: Service) =>
+	Object.fromEntries(Object.entries(environment(service)).map(([key, value]) => [key, interpolate(value, CREDENTIALS)]));
 
 /** The catalogue nodes: every service whose environment picks moleculer services. */
 const nodes = Object.entries(compose.services).filter(([, service]) => environment(service).SERVICES);
@@ -102,8 +103,8 @@ describe("docker-compose.yml", () => {
 
 	test("each node runs the existing service it is named after, together all four", () => {
 		const files = readdirSync(path.join(root, "services"))
-			.filter((file) => file.endsWith(".service.ts"))
-			.map((file) => file.replace(/\.service\.ts$/, ""));
+			.filter(file => file.endsWith(".service.ts"))
+			.map(file => file.replace(/\.service\.ts$/, ""));
 		for (const [name, service] of nodes) {
 			expect(environment(service).SERVICES).toBe(name);
 			expect(files).toContain(name);
@@ -169,11 +170,14 @@ describe("docker-compose.yml", () => {
 		const text = read("docker-compose.yml");
 		for (const name of Object.keys(CREDENTIALS)) expect(text).toMatch(new RegExp(`\\$\\{${name}:\\?[^}]+\\}`));
 		expect(text).not.toMatch(/\$\{(NATS_USER|NATS_PASSWORD|REDIS_PASSWORD|MONGO_\w+)(:-[^}]*)?\}/);
-		expect(() => interpolate(environment(compose.services.api).TRANSPORTER, { ...CREDENTIALS, NATS_PASSWORD: "" })).toThrow(/set NATS_PASSWORD/);
+		expect(() => interpolate(environment(compose.services.api).TRANSPORTER, { ...CREDENTIALS, NATS_PASSWORD: "" })).toThrow(
+			/set NATS_PASSWORD/,
+		);
 	});
 
 	test("nats and redis ask every client for the password, and the nodes log in to them and to MongoDB as the catalogue's user", () => {
-		const command = (name: string) => (compose.services[name] as { command?: string[] }).command!.map(part => interpolate(part, CREDENTIALS));
+		const command = (name: string) =>
+			(compose.services[name] as { command?: string[] }).command!.map(part => interpolate(part, CREDENTIALS));
 		expect(command("nats")).toEqual(expect.arrayContaining(["--user", "catalogue", "--pass", CREDENTIALS.NATS_PASSWORD]));
 		expect(command("redis").join(" ")).toContain(`--requirepass ${CREDENTIALS.REDIS_PASSWORD}`);
 		expect(interpolated(compose.services.redis).REDISCLI_AUTH).toBe(CREDENTIALS.REDIS_PASSWORD);
@@ -196,7 +200,9 @@ describe("docker-compose.yml", () => {
 		const mongo = compose.services.mongo as { volumes?: string[] };
 		expect(mongo.volumes).toContain("./deploy/mongo-init.sh:/docker-entrypoint-initdb.d/catalogue-user.sh:ro");
 		const script = read("deploy/mongo-init.sh");
-		expect(script).toContain('db.createUser({ user: "$MONGO_APP_USER", pwd: "$MONGO_APP_PASSWORD", roles: [{ role: "readWrite", db: "$MONGO_INITDB_DATABASE" }] })');
+		expect(script).toContain(
+			'db.createUser({ user: "$MONGO_APP_USER", pwd: "$MONGO_APP_PASSWORD", roles: [{ role: "readWrite", db: "$MONGO_INITDB_DATABASE" }] })',
+		);
 		expect(script).not.toMatch(/role: "(root|dbOwner|readWriteAnyDatabase|userAdmin\w*)"/);
 	});
 
@@ -245,7 +251,7 @@ describe("Dockerfile", () => {
 	});
 
 	test("installs production dependencies only in the final stage", () => {
-		expect(args("RUN").some((run) => /npm install\b.*--omit=dev/.test(run))).toBe(true);
+		expect(args("RUN").some(run => /npm install\b.*--omit=dev/.test(run))).toBe(true);
 	});
 
 	test("runs as a non-root user", () => {
@@ -273,7 +279,9 @@ describe("Dockerfile", () => {
 
 describe(".dockerignore", () => {
 	test("keeps the host's node_modules, dist and data out of the build", () => {
-		const ignored = read(".dockerignore").split("\n").map((line) => line.trim());
+		const ignored = read(".dockerignore")
+			.split("\n")
+			.map(line => line.trim());
 		expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", "data"]));
 	});
 });

@@ -116,7 +116,12 @@ describe("circuit breaker (four brokers over NATS)", () => {
 		expect(await api.get("/author")).toMatchObject({ status: 503, body: { msg: "The service is temporarily unavailable" } });
 		expect(faults.reached.get("authors.list")).toBe(reached);
 		failing = false;
-		await waitFor("the circuit half-opens and the node answers again", async () => (await api.get("/author")).status === 200, [], halfOpenTime + 5000);
+		await waitFor(
+			"the circuit half-opens and the node answers again",
+			async () => (await api.get("/author")).status === 200,
+			[],
+			halfOpenTime + 5000,
+		);
 	}, 20_000);
 });
 

@@ -11,8 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => catalogue?.stop());
 
-const ownServices = (index: number) =>
-	catalogue.brokers[index].services.map(service => service.name).filter(name => !name.startsWith("$"));
+const ownServices = (index: number) => catalogue.brokers[index].services.map(service => service.name).filter(name => !name.startsWith("$"));
 
 describe("four brokers over a NATS server of the test's own", () => {
 	test("each service runs in a broker of its own, with its own nodeID, in one namespace of its own", () => {
@@ -40,7 +39,8 @@ describe("four brokers over a NATS server of the test's own", () => {
 		try {
 			// Off NATS, the gateway hears of no write: once it has lost sight of games (heartbeats),
 			// it answers nothing from the shared cache.
-			const seesGames = () => catalogue.broker.registry.getServiceList({ onlyAvailable: true }).some(service => service.name === "games");
+			const seesGames = () =>
+				catalogue.broker.registry.getServiceList({ onlyAvailable: true }).some(service => service.name === "games");
 			await waitFor("the gateway loses sight of games", async () => !seesGames());
 			expect((await api.get("/game")).status).toBe(503);
 		} finally {

@@ -59,12 +59,65 @@ test("rediss://: a node caches in a Redis that speaks only TLS, trusting its CA 
 	const dir = mkdtempSync(path.join(tmpdir(), "catalogue-rediss-"));
 	const file = (name: string) => path.join(dir, name);
 	const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-	openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA", "-keyout", file("ca-key.pem"), "-out", file("ca.pem"));
+	openssl(
+		"req",
+		"-x509",
+		"-newkey",
+		"rsa:2048",
+		"-nodes",
+		"-days",
+		"1",
+		"-subj",
+		"/CN=test CA",
+		"-keyout",
+		file("ca-key.pem"),
+		"-out",
+		file("ca.pem"),
+	);
 	openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", file("key.pem"), "-out", file("server.csr"));
 	writeFileSync(file("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-	openssl("x509", "-req", "-in", file("server.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca-key.pem"), "-CAcreateserial", "-days", "1", "-extfile", file("ext"), "-out", file("cert.pem"));
+	openssl(
+		"x509",
+		"-req",
+		"-in",
+		file("server.csr"),
+		"-CA",
+		file("ca.pem"),
+		"-CAkey",
+		file("ca-key.pem"),
+		"-CAcreateserial",
+		"-days",
+		"1",
+		"-extfile",
+		file("ext"),
+		"-out",
+		file("cert.pem"),
+	);
 	const port = await freePort();
-	const server = spawn("redis-server", ["--port", "0", "--tls-port", String(port), "--tls-cert-file", file("cert.pem"), "--tls-key-file", file("key.pem"), "--tls-ca-cert-file", file("ca.pem"), "--tls-auth-clients", "no", "--requirepass", PASSWORD, "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+	const server = spawn(
+		"redis-server",
+		[
+			"--port",
+			"0",
+			"--tls-port",
+			String(port),
+			"--tls-cert-file",
+			file("cert.pem"),
+			"--tls-key-file",
+			file("key.pem"),
+			"--tls-ca-cert-file",
+			file("ca.pem"),
+			"--tls-auth-clients",
+			"no",
+			"--requirepass",
+			PASSWORD,
+			"--save",
+			"",
+			"--appendonly",
+			"no",
+		],
+		{ stdio: "ignore" },
+	);
 	const failed = new Promise<never>((_, reject) => server.once("error", reject));
 	try {
 		await listening(port, failed, 10_000, () => `redis-server with TLS did not listen on ${port}`);

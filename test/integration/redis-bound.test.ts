@@ -26,7 +26,11 @@ beforeAll(async () => {
 	url = server.url.replace("redis://", `redis://:${PASSWORD}@`);
 	redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
 	await redis.connect();
-	broker = new ServiceBroker({ logger: false, namespace: "bound", cacher: cacherOptions({ redisUrl: url, transporter: null, cacheMaxBytes: 0 }) });
+	broker = new ServiceBroker({
+		logger: false,
+		namespace: "bound",
+		cacher: cacherOptions({ redisUrl: url, transporter: null, cacheMaxBytes: 0 }),
+	});
 	await broker.start();
 });
 afterAll(async () => {

@@ -19,7 +19,12 @@ let heldNews: (() => void)[] | null = null;
 const holdGamesNews: Middleware = {
 	localEvent(next, event) {
 		return function (this: unknown, ctx) {
-			if (heldNews && ctx.nodeID !== ctx.broker.nodeID && ctx.broker.nodeID.startsWith("games-") && String(event.name).startsWith("cache.clean."))
+			if (
+				heldNews &&
+				ctx.nodeID !== ctx.broker.nodeID &&
+				ctx.broker.nodeID.startsWith("games-") &&
+				String(event.name).startsWith("cache.clean.")
+			)
 				return new Promise(resolve => heldNews!.push(() => resolve(next.call(this, ctx))));
 			return next.call(this, ctx);
 		};

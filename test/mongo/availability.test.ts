@@ -22,7 +22,9 @@ describe("the MongoDB contract suite", () => {
 		});
 	} else {
 		const line = "!".repeat(72);
-		console.warn([line, `!!! ${NOT_RUN}`, `!!! ${excuse ?? "Set MONGO_URI=mongodb://... to run it (see test/README.md)."}`, line].join("\n"));
+		console.warn(
+			[line, `!!! ${NOT_RUN}`, `!!! ${excuse ?? "Set MONGO_URI=mongodb://... to run it (see test/README.md)."}`, line].join("\n"),
+		);
 		test.skip(NOT_RUN, () => undefined);
 	}
 });

@@ -56,12 +56,16 @@ describe("four processes over NATS, one per service", () => {
 
 	test("with the games process stopped, what needs games is refused and the rest still answers", async () => {
 		expect(await cluster.nodes.get("games")!.stop()).toBe(0);
-		await waitFor("the gateway stops answering GET /game", async () => (await api.get("/game")).status !== 200, everyNode().filter(node => node !== cluster.nodes.get("games")));
+		await waitFor(
+			"the gateway stops answering GET /game",
+			async () => (await api.get("/game")).status !== 200,
+			everyNode().filter(node => node !== cluster.nodes.get("games")),
+		);
 		const unavailable = { status: 503, body: { msg: "The service is temporarily unavailable" } };
 		expect(await api.get("/game")).toEqual(expect.objectContaining(unavailable));
-		expect(await api.put("/game", { title: "Caverna", age: 12, category: { id: category.id }, author: { id: author.id } })).toMatchObject(
-			unavailable,
-		);
+		expect(
+			await api.put("/game", { title: "Caverna", age: 12, category: { id: category.id }, author: { id: author.id } }),
+		).toMatchObject(unavailable);
 		// Deleting a category must ask games whether any refer to it: unable to, categories refuses
 		// as unavailable (lib/catalogue/errors.ts errorHooks), and the category is kept.
 		expect(await api.delete(`/category/${category.id}`)).toMatchObject(unavailable);
@@ -69,12 +73,16 @@ describe("four processes over NATS, one per service", () => {
 		expect(await api.get("/author")).toMatchObject({ status: 200, body: [author] });
 	});
 
-	test("a games process started again restores the service; its games were in memory, so none are left", async () => {
-		cluster.start("games");
-		await waitFor("the gateway answers GET /game again", answers(api, "/game"), everyNode(), START_MS);
-		expect((await api.get("/game")).body).toEqual([]);
-		const game = await api.game("Caverna", category, author, 12);
-		expect((await api.get("/game")).body).toEqual([{ ...game, category, author }]);
-		expect((await api.delete(`/category/${category.id}`)).body).toEqual({ msg: "There are games related to this category" });
-	}, START_MS + 10_000);
+	test(
+		"a games process started again restores the service; its games were in memory, so none are left",
+		async () => {
+			cluster.start("games");
+			await waitFor("the gateway answers GET /game again", answers(api, "/game"), everyNode(), START_MS);
+			expect((await api.get("/game")).body).toEqual([]);
+			const game = await api.game("Caverna", category, author, 12);
+			expect((await api.get("/game")).body).toEqual([{ ...game, category, author }]);
+			expect((await api.delete(`/category/${category.id}`)).body).toEqual({ msg: "There are games related to this category" });
+		},
+		START_MS + 10_000,
+	);
 });

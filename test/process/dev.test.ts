@@ -20,9 +20,14 @@ interface Dev {
 function copyProject(): string {
 	const copy = mkdtempSync(path.join(tmpdir(), "catalogue-dev-"));
 	const { include } = JSON.parse(readFileSync(path.join(root, "tsconfig.build.json"), "utf8")) as { include: string[] };
-	for (const entry of [...include, "package.json", "tsconfig.json", "tsconfig.build.json"]) cpSync(path.join(root, entry), path.join(copy, entry), { recursive: true });
+	for (const entry of [...include, "package.json", "tsconfig.json", "tsconfig.build.json"])
+		cpSync(path.join(root, entry), path.join(copy, entry), { recursive: true });
 	symlinkSync(path.join(root, "node_modules"), path.join(copy, "node_modules"), "dir");
-	const built = spawnSync(process.execPath, [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: copy, encoding: "utf8", timeout: 60_000 });
+	const built = spawnSync(process.execPath, [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], {
+		cwd: copy,
+		encoding: "utf8",
+		timeout: 60_000,
+	});
 	if (built.status !== 0) throw new Error(`the copy does not build:\n${built.stdout}${built.stderr}`);
 	return copy;
 }
@@ -59,7 +64,8 @@ async function until<T>(what: string, dev: Dev, check: () => Promise<T | undefin
 	for (;;) {
 		const found = await Promise.resolve(check()).catch(() => undefined);
 		if (found !== undefined) return found;
-		if (dev.child.exitCode !== null) throw new Error(`waiting until ${what}: npm run dev exited with ${dev.child.exitCode}:\n${dev.output()}`);
+		if (dev.child.exitCode !== null)
+			throw new Error(`waiting until ${what}: npm run dev exited with ${dev.child.exitCode}:\n${dev.output()}`);
 		if (Date.now() > deadline) throw new Error(`not ${what} within ${timeoutMs} ms:\n${dev.output()}`);
 		await new Promise(resolve => setTimeout(resolve, 100));
 	}
@@ -101,8 +107,12 @@ describe("npm run dev: rebuild on change, hot reload, the REPL", () => {
 			expect(source).toContain(fields);
 			writeFileSync(service, source.replace(fields, 'fields: ["id", "name"]'));
 
-			await until("dev rebuilt", dev, () => (/\[dev\] services\/authors\.service\.ts changed: rebuilt in \d+ ms\n/.test(dev!.output()) ? true : undefined));
-			await until("the authors service reloaded", dev, () => (dev!.output().includes("Hot reload 'authors' service") ? true : undefined));
+			await until("dev rebuilt", dev, () =>
+				/\[dev\] services\/authors\.service\.ts changed: rebuilt in \d+ ms\n/.test(dev!.output()) ? true : undefined,
+			);
+			await until("the authors service reloaded", dev, () =>
+				dev!.output().includes("Hot reload 'authors' service") ? true : undefined,
+			);
 			const author = await until("an author is created without nationality", dev, async () => {
 				const answer = await created();
 				return answer && !("nationality" in answer) ? answer : undefined;
@@ -114,7 +124,9 @@ describe("npm run dev: rebuild on change, hot reload, the REPL", () => {
 
 			// A type error is printed with the rebuild (tsc emits anyway, as `npm run build` does).
 			writeFileSync(service, `${readFileSync(service, "utf8")}\nexport const notANumber: number = "dev test";\n`);
-			await until("the type error reported", dev, () => (/changed: rebuilt in \d+ ms, with errors:\n.*error TS2322/.test(dev!.output()) ? true : undefined));
+			await until("the type error reported", dev, () =>
+				/changed: rebuilt in \d+ ms, with errors:\n.*error TS2322/.test(dev!.output()) ? true : undefined,
+			);
 
 			// The REPL has the terminal's input: quit stops the services, and dev with them.
 			dev.child.stdin!.write("quit\n");

@@ -35,7 +35,10 @@ function clusterPerDescribe(env: NodeJS.ProcessEnv = {}) {
 		ctx.cluster = await startCluster({ storage: "file", env: { ...ENV, ...env } });
 		const { api } = ctx.cluster;
 		ctx.base = api.url;
-		ctx.refs = { category: await within(5000, api.category("Faults"), "a category"), author: await within(5000, api.author(), "an author") };
+		ctx.refs = {
+			category: await within(5000, api.category("Faults"), "a category"),
+			author: await within(5000, api.author(), "an author"),
+		};
 	}, 40_000);
 	afterAll(async () => {
 		await ctx.load?.stop();
@@ -111,7 +114,12 @@ describe("node fault: the games node killed (SIGKILL) under load and started aga
 
 		expect(outcomes.filter(o => o.status !== 200 && !cleanFailure(o)).map(show)).toEqual([]);
 		expect(outcomes.filter(o => o.write === "author" && o.status !== 200).map(show)).toEqual([]);
-		expect(load.since(noticed, restarted).filter(o => o.write === "game" && !unavailableAtOnce(o)).map(show)).toEqual([]);
+		expect(
+			load
+				.since(noticed, restarted)
+				.filter(o => o.write === "game" && !unavailableAtOnce(o))
+				.map(show),
+		).toEqual([]);
 		await expectNothingLost(ctx.cluster, outcomes);
 	}, 90_000);
 });
@@ -180,7 +188,12 @@ describe("graceful shutdown: SIGTERM to the games node under load", () => {
 		expect(accepted.length).toBeGreaterThan(0);
 		expect(accepted.filter(o => o.status !== 200).map(show)).toEqual([]);
 		expect(outcomes.filter(o => o.status !== 200 && !unavailableAtOnce(o)).map(show)).toEqual([]);
-		expect(load.since(exited, restarted).filter(o => o.status !== 503).map(show)).toEqual([]);
+		expect(
+			load
+				.since(exited, restarted)
+				.filter(o => o.status !== 503)
+				.map(show),
+		).toEqual([]);
 		await expectNothingLost(ctx.cluster, outcomes);
 	}, 90_000);
 });

@@ -22,7 +22,9 @@ const [program, ...healthCheckArgs] = healthCheckCommand();
 /** Whether the health check passes (exit 0) against the node whose probe listens on `port`. */
 function healthy(port: number): Promise<boolean> {
 	return new Promise(resolve => {
-		execFile(process.execPath, healthCheckArgs, { env: { HEALTH_PORT: String(port) }, timeout: 5000 }, error => resolve(error === null));
+		execFile(process.execPath, healthCheckArgs, { env: { HEALTH_PORT: String(port) }, timeout: 5000 }, error =>
+			resolve(error === null),
+		);
 	});
 }
 
@@ -57,7 +59,12 @@ describe("the Dockerfile's health check, as compose runs it", () => {
 		const answer = await fetch(`http://127.0.0.1:${port}/health/ready`);
 		expect({ status: answer.status, body: await answer.json() }).toEqual({
 			status: 503,
-			body: { status: "not ready", msg: "The service is temporarily unavailable", waitingFor: ["authors"], nodeID: expect.any(String) },
+			body: {
+				status: "not ready",
+				msg: "The service is temporarily unavailable",
+				waitingFor: ["authors"],
+				nodeID: expect.any(String),
+			},
 		});
 
 		cluster.start("authors");

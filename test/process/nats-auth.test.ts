@@ -63,14 +63,20 @@ describe("user and password", () => {
 	test.each([
 		["a wrong password", "catalogue:wrong-Pa55"],
 		["none", ""],
-	])("%s: exit 1 within START_TIMEOUT, the transporter named, no password shown", async (_case, credentials) => {
-		const transporter = credentials ? withCredentials(server, credentials) : server.url;
-		const { code, output } = await refused({ TRANSPORTER: transporter });
-		expect(code).toBe(1);
-		expect(output).toContain(`Could not connect to the transporter at ${credentials ? withCredentials(server, "catalogue:***") : server.url} within 3 s`);
-		expect(output).not.toContain("wrong-Pa55");
-		expect(output).not.toContain(password);
-	}, 20_000);
+	])(
+		"%s: exit 1 within START_TIMEOUT, the transporter named, no password shown",
+		async (_case, credentials) => {
+			const transporter = credentials ? withCredentials(server, credentials) : server.url;
+			const { code, output } = await refused({ TRANSPORTER: transporter });
+			expect(code).toBe(1);
+			expect(output).toContain(
+				`Could not connect to the transporter at ${credentials ? withCredentials(server, "catalogue:***") : server.url} within 3 s`,
+			);
+			expect(output).not.toContain("wrong-Pa55");
+			expect(output).not.toContain(password);
+		},
+		20_000,
+	);
 });
 
 test("a token in TRANSPORTER (nats://<token>@host) logs in with nats-server's token authorization", async () => {
@@ -96,21 +102,70 @@ describe("TLS with a CA and client certificates the test makes (openssl)", () =>
 	let server: NatsServer;
 
 	beforeAll(async () => {
-		openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=catalogue test CA", "-keyout", pem("ca-key"), "-out", pem("ca"));
+		openssl(
+			"req",
+			"-x509",
+			"-newkey",
+			"rsa:2048",
+			"-nodes",
+			"-days",
+			"1",
+			"-subj",
+			"/CN=catalogue test CA",
+			"-keyout",
+			pem("ca-key"),
+			"-out",
+			pem("ca"),
+		);
 		for (const [name, subject, extension] of [
 			["server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
 			["client", "/CN=catalogue-node", "extendedKeyUsage=clientAuth"],
 		]) {
-			openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", pem(`${name}-key`), "-out", path.join(dir, `${name}.csr`));
+			openssl(
+				"req",
+				"-newkey",
+				"rsa:2048",
+				"-nodes",
+				"-subj",
+				subject,
+				"-keyout",
+				pem(`${name}-key`),
+				"-out",
+				path.join(dir, `${name}.csr`),
+			);
 			writeFileSync(path.join(dir, `${name}.ext`), `${extension}\n`);
-			openssl("x509", "-req", "-in", path.join(dir, `${name}.csr`), "-CA", pem("ca"), "-CAkey", pem("ca-key"), "-CAcreateserial", "-days", "1", "-extfile", path.join(dir, `${name}.ext`), "-out", pem(name));
+			openssl(
+				"x509",
+				"-req",
+				"-in",
+				path.join(dir, `${name}.csr`),
+				"-CA",
+				pem("ca"),
+				"-CAkey",
+				pem("ca-key"),
+				"-CAcreateserial",
+				"-days",
+				"1",
+				"-extfile",
+				path.join(dir, `${name}.ext`),
+				"-out",
+				pem(name),
+			);
 		}
 		expect(readFileSync(pem("client"), "utf8")).toContain("BEGIN CERTIFICATE");
-		server = await natsWith("tls", `tls { cert_file: "${pem("server")}", key_file: "${pem("server-key")}", ca_file: "${pem("ca")}", verify: true }`);
+		server = await natsWith(
+			"tls",
+			`tls { cert_file: "${pem("server")}", key_file: "${pem("server-key")}", ca_file: "${pem("ca")}", verify: true }`,
+		);
 	}, 30_000);
 
 	test("NATS_CA, NATS_CERT and NATS_KEY: the node joins and serves", async () => {
-		await serves({ TRANSPORTER: server.url.replace("nats://", "tls://"), NATS_CA: pem("ca"), NATS_CERT: pem("client"), NATS_KEY: pem("client-key") });
+		await serves({
+			TRANSPORTER: server.url.replace("nats://", "tls://"),
+			NATS_CA: pem("ca"),
+			NATS_CERT: pem("client"),
+			NATS_KEY: pem("client-key"),
+		});
 	}, 30_000);
 
 	test("without the client certificate the server turns the node away", async () => {

@@ -6,8 +6,13 @@ import { freePort, startProcess, waitFor, type RunningCatalogue } from "../suppo
 // The built service as `npm start` runs it, with logs, metrics and tracing chosen from the
 // environment (docs/observability.md). LOGLEVEL=info: the request lines are info.
 
-const withId = (node: RunningCatalogue, path: string, id: string) => node.api.send("GET", path, undefined, undefined, { "X-Request-ID": id });
-const lines = (node: RunningCatalogue) => node.output().split("\n").filter(line => line.trim() !== "");
+const withId = (node: RunningCatalogue, path: string, id: string) =>
+	node.api.send("GET", path, undefined, undefined, { "X-Request-ID": id });
+const lines = (node: RunningCatalogue) =>
+	node
+		.output()
+		.split("\n")
+		.filter(line => line.trim() !== "");
 
 describe("NODE_ENV=production with METRICS_PORT", () => {
 	let node: RunningCatalogue;
@@ -44,7 +49,9 @@ test("LOG_FORMAT=text in production: readable lines, not JSON, the request id am
 		await waitFor("a line carries abc-123", async () => node.output().includes("abc-123"), [node]);
 		const json = lines(node).filter(line => line.startsWith("{"));
 		expect(json).toEqual([]);
-		expect(node.output()).toMatch(/INFO .*API: requestId=abc-123 method=GET url=\/category path=\/category status=200 durationMs=[\d.]+ request answered$/m);
+		expect(node.output()).toMatch(
+			/INFO .*API: requestId=abc-123 method=GET url=\/category path=\/category status=200 durationMs=[\d.]+ request answered$/m,
+		);
 	} finally {
 		await node.stop();
 	}
@@ -90,7 +97,12 @@ describe("TRACE_EXPORTER=zipkin across four processes over NATS", () => {
 		const ofRequest = () => spans.filter(span => span.tags.requestID === "abc-123");
 		const services = () => new Set(ofRequest().map(span => span.localEndpoint.serviceName));
 		// moleculer's Zipkin exporter sends what it has every 5 seconds.
-		await waitFor("spans from api, games, categories and authors", async () => services().size === 4, [...cluster.nodes.values()], 20_000);
+		await waitFor(
+			"spans from api, games, categories and authors",
+			async () => services().size === 4,
+			[...cluster.nodes.values()],
+			20_000,
+		);
 		expect([...services()].sort()).toEqual(["api", "authors", "categories", "games"]);
 		expect(new Set(ofRequest().map(span => span.traceId))).toEqual(new Set([zipkinTraceId("abc-123")]));
 	}, 30_000);

@@ -16,7 +16,12 @@ type Write = "create" | "update";
 type Referenced = Author | Category;
 type Reply = Answer<Partial<{ msg: string; game: Game }>>;
 
-const KINDS: [Write, Target][] = [["create", "author"], ["create", "category"], ["update", "author"], ["update", "category"]];
+const KINDS: [Write, Target][] = [
+	["create", "author"],
+	["create", "category"],
+	["update", "author"],
+	["update", "category"],
+];
 const ROUNDS = 512;
 // Rounds racing at once: enough to keep every process busy, so the two requests of a round
 // interleave inside the services, and few enough for two cores to stay well within the timeouts.
@@ -64,7 +69,13 @@ const title = (n: number) => `Race ${n}`;
 
 /** Fires the round's game write and its delete at the same moment; both answers. */
 async function race({ n, target, record, game }: Round): Promise<Race> {
-	const body = { title: title(n), age: 10, author: { id: base.author.id }, category: { id: base.category.id }, [target]: { id: record.id } };
+	const body = {
+		title: title(n),
+		age: 10,
+		author: { id: base.author.id },
+		category: { id: base.category.id },
+		[target]: { id: record.id },
+	};
 	const [write, remove] = await Promise.all([
 		game ? api.put(`/game/${game.id}`, body) : api.put("/game", body),
 		api.delete(`/${target}/${record.id}`),
@@ -81,7 +92,8 @@ function problems(round: Round, { write, remove }: Race, games: ListedGame[], ke
 	const loser = writeWon ? remove : write;
 	const text = LOST[round.target][writeWon ? "remove" : "write"];
 	if (loser.status !== 400 || loser.body?.msg !== text) found.push(`the loser answered ${told(loser)}, not 400 "${text}"`);
-	if (kept.has(round.record.id) !== writeWon) found.push(`the ${round.target} is ${writeWon ? "gone though the write won" : "kept though its delete won"}`);
+	if (kept.has(round.record.id) !== writeWon)
+		found.push(`the ${round.target} is ${writeWon ? "gone though the write won" : "kept though its delete won"}`);
 	// The game on the fresh record if the write won; else an update left it on the base records
 	// and a create left no game at all.
 	const refs = writeWon ? { ...base, [round.target]: round.record } : base;
@@ -119,7 +131,9 @@ describe(`${ROUNDS} races, each a game create or update against a delete of the 
 		]);
 		const kept = new Set([...authors.body, ...categories.body].map(record => record.id));
 		const violations = rounds.flatMap((round, i) =>
-			problems(round, races[i], games.body, kept).map(problem => `round ${round.n} (${round.write} game, delete ${round.target}): ${problem}`),
+			problems(round, races[i], games.body, kept).map(
+				problem => `round ${round.n} (${round.write} game, delete ${round.target}): ${problem}`,
+			),
 		);
 		expect(violations).toEqual([]);
 	}, 60_000);

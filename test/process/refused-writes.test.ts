@@ -29,7 +29,12 @@ test("200 creates with a 90 KB category id, and every other write with a malform
 	const author = await api.author("Uwe Rosenberg", "German");
 	const game = await api.game("Agricola", category, author);
 	const before = sizes();
-	const body = (categoryId: string, authorId: string) => ({ title: "Spam", age: 10, category: { id: categoryId }, author: { id: authorId } });
+	const body = (categoryId: string, authorId: string) => ({
+		title: "Spam",
+		age: 10,
+		category: { id: categoryId },
+		author: { id: authorId },
+	});
 
 	const creates = await Promise.all(Array.from({ length: 200 }, () => api.put("/game", body(HUGE, author.id))));
 	expect(new Set(creates.map(answer => `${answer.status} ${answer.body.msg}`))).toEqual(new Set([`400 ${texts.categoryNotFound}`]));

@@ -19,8 +19,20 @@ beforeAll(async () => {
 	nats = await startNats();
 	// This nats-server and Redis ask for no password: the node is given ones all the same.
 	const withUser = nats.url.replace("nats://", `nats://catalogue:${NATS_PASSWORD}@`);
-	node = startNode({ SERVICES: "authors", STORAGE: "memory", NAMESPACE: namespace, TRANSPORTER: withUser, REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:6379/0`, LOGLEVEL: "info" });
-	other = new ServiceBroker({ namespace, nodeID: `other-${process.pid}`, transporter: { type: "NATS", options: { url: nats.url } }, logger: false });
+	node = startNode({
+		SERVICES: "authors",
+		STORAGE: "memory",
+		NAMESPACE: namespace,
+		TRANSPORTER: withUser,
+		REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:6379/0`,
+		LOGLEVEL: "info",
+	});
+	other = new ServiceBroker({
+		namespace,
+		nodeID: `other-${process.pid}`,
+		transporter: { type: "NATS", options: { url: nats.url } },
+		logger: false,
+	});
 	await other.start();
 	await other.waitForServices(["authors"], 20_000);
 }, 30_000);
@@ -31,7 +43,8 @@ afterAll(async () => {
 });
 
 /** The catalogue node's id, as the other node sees it. */
-const nodeId = () => (other.registry.getNodeList({ onlyAvailable: true }) as { id: string; local: boolean }[]).find(each => !each.local)!.id;
+const nodeId = () =>
+	(other.registry.getNodeList({ onlyAvailable: true }) as { id: string; local: boolean }[]).find(each => !each.local)!.id;
 
 test("$node.options, asked from another node, carries the transporter's user and Redis's URL with their passwords hidden", async () => {
 	const options = JSON.stringify(await other.call("$node.options", {}, { nodeID: nodeId() }));

@@ -102,7 +102,10 @@ test("records already there are kept and the seed creates only the rest, without
 	expect(categories.filter((found: { name: string }) => found.name === "Cooperative")).toEqual([category]);
 	expect(categories).toHaveLength(sampleCatalogue.categories.length);
 	expect(authors.filter((found: { name: string }) => found.name === "Matt Leacock")).toEqual([author]);
-	expect(authors.filter((found: { name: string }) => found.name === "Reiner Knizia")).toEqual([namesake, expect.objectContaining({ nationality: "German" })]);
+	expect(authors.filter((found: { name: string }) => found.name === "Reiner Knizia")).toEqual([
+		namesake,
+		expect.objectContaining({ nationality: "German" }),
+	]);
 	expect(authors).toHaveLength(sampleCatalogue.authors.length + 1);
 	expect(games.filter((found: { title: string }) => found.title === "Pandemic")).toEqual([{ ...game, category, author }]);
 	expect(games).toHaveLength(sampleCatalogue.games.length);

@@ -48,7 +48,12 @@ describe("passwords in the connection URIs appear nowhere in a failing node's ou
 		const port = await freePort();
 		// Longer than the driver's 5 s server selection, so its connection failure is logged too.
 		const ended = await runUntilExit(
-			{ MONGO_URI: `mongodb://catalogue:Pa55-w0rd@127.0.0.1:${port}/catalogue`, SERVICES: "games", START_TIMEOUT: "6", LOGLEVEL: "debug" },
+			{
+				MONGO_URI: `mongodb://catalogue:Pa55-w0rd@127.0.0.1:${port}/catalogue`,
+				SERVICES: "games",
+				START_TIMEOUT: "6",
+				LOGLEVEL: "debug",
+			},
 			14_000,
 		);
 		expect(ended.code).toBe(1);
@@ -59,7 +64,10 @@ describe("passwords in the connection URIs appear nowhere in a failing node's ou
 
 	test("REDIS_URL: a node that cannot read the cache generations says so and exits with 1, the password nowhere", async () => {
 		const port = await freePort();
-		const ended = await runUntilExit({ REDIS_URL: `redis://:Pa55-w0rd@127.0.0.1:${port}`, SERVICES: "games", LOGLEVEL: "debug" }, 30_000);
+		const ended = await runUntilExit(
+			{ REDIS_URL: `redis://:Pa55-w0rd@127.0.0.1:${port}`, SERVICES: "games", LOGLEVEL: "debug" },
+			30_000,
+		);
 		expect(ended.code).toBe(1);
 		expect(ended.output).toContain("games cannot start without the cache generations in the Redis of REDIS_URL");
 		expect(ended.output).not.toContain("Pa55-w0rd");
@@ -67,7 +75,10 @@ describe("passwords in the connection URIs appear nowhere in a failing node's ou
 
 	test("TRANSPORTER: hidden in the message and in moleculer's logs", async () => {
 		const port = await freePort();
-		const ended = await runUntilExit({ TRANSPORTER: `nats://catalogue:Pa55-w0rd@127.0.0.1:${port}`, START_TIMEOUT: "2", LOGLEVEL: "debug" }, 10_000);
+		const ended = await runUntilExit(
+			{ TRANSPORTER: `nats://catalogue:Pa55-w0rd@127.0.0.1:${port}`, START_TIMEOUT: "2", LOGLEVEL: "debug" },
+			10_000,
+		);
 		expect(ended.code).toBe(1);
 		expect(ended.output).toContain(`Could not connect to the transporter at nats://catalogue:***@127.0.0.1:${port} within 2 s`);
 		expect(ended.output).not.toContain("Pa55-w0rd");

@@ -20,7 +20,11 @@ function dataFolder(): string {
 
 /** Everything the catalogue lists, to compare before and after a restart. */
 async function everything(api: { get(path: string): Promise<{ body: unknown }> }) {
-	return { categories: (await api.get("/category")).body, authors: (await api.get("/author")).body, games: (await api.get("/game")).body };
+	return {
+		categories: (await api.get("/category")).body,
+		authors: (await api.get("/author")).body,
+		games: (await api.get("/game")).body,
+	};
 }
 
 /**
@@ -79,7 +83,12 @@ test("a damaged line before the end stops the node with exit code 1, naming the 
 	let timer: NodeJS.Timeout | undefined;
 	const late = new Promise<"running">(resolve => (timer = setTimeout(() => resolve("running"), 15_000)));
 	const code = await Promise.race([node.exited, late]).finally(() => clearTimeout(timer));
-	expect({ code, output: node.output() }).toEqual({ code: 1, output: expect.stringContaining(`The data file ${file} is damaged at line 2`) });
-	expect(node.output()).toContain(`Restore ${file} from a backup, or repair or remove line 2 (one JSON record per line), then start again.`);
+	expect({ code, output: node.output() }).toEqual({
+		code: 1,
+		output: expect.stringContaining(`The data file ${file} is damaged at line 2`),
+	});
+	expect(node.output()).toContain(
+		`Restore ${file} from a backup, or repair or remove line 2 (one JSON record per line), then start again.`,
+	);
 	expect(readFileSync(file, "utf8")).toBe(damaged);
 });

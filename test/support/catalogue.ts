@@ -46,7 +46,13 @@ export interface Answer<T = any> {
 export class Api {
 	constructor(readonly url: string) {}
 
-	async send<T = any>(method: string, path: string, body?: unknown, raw?: string, headers: Record<string, string> = {}): Promise<Answer<T>> {
+	async send<T = any>(
+		method: string,
+		path: string,
+		body?: unknown,
+		raw?: string,
+		headers: Record<string, string> = {},
+	): Promise<Answer<T>> {
 		const response = await fetch(this.url + path, {
 			method,
 			headers: body !== undefined || raw !== undefined ? { "Content-Type": "application/json", ...headers } : headers,
@@ -109,21 +115,40 @@ export interface CatalogueOptions {
  * The four services with the storage of the environment (memory, or MongoDB in that project), laid
  * out as `topology` says, the gateway on a free port; resolves once the gateway reaches every service.
  */
-export async function startCatalogue({ middlewares = [], topology = projectTopology(), settings, gatewayBroker, cacheMaxBytes = config.cacheMaxBytes }: CatalogueOptions = {}): Promise<Catalogue> {
+export async function startCatalogue({
+	middlewares = [],
+	topology = projectTopology(),
+	settings,
+	gatewayBroker,
+	cacheMaxBytes = config.cacheMaxBytes,
+}: CatalogueOptions = {}): Promise<Catalogue> {
 	const nats = topology === "nats" ? await startNats() : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
 		// The cache is looked up by the caller over NATS: part of how the catalogue reads, in every test.
 		const gatewayOptions = services.includes("api") ? gatewayBroker : {};
-		const created = new ServiceBroker({ ...brokerOptions, ...options, ...gatewayOptions, logger: false, middlewares: [...middlewares, remoteReadsCache] });
-		for (const name of services) created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
+		const created = new ServiceBroker({
+			...brokerOptions,
+			...options,
+			...gatewayOptions,
+			logger: false,
+			middlewares: [...middlewares, remoteReadsCache],
+		});
+		for (const name of services)
+			created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};
 	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts).
-	const cacher = cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null, cacheMaxBytes });
+	const cacher = cacherOptions({
+		redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null,
+		transporter: nats?.url ?? null,
+		cacheMaxBytes,
+	});
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
-				broker({ nodeID: `${name}-${process.pid}`, namespace, cacher, transporter: { type: "NATS", options: { url: nats.url } } }, [name]),
+				broker({ nodeID: `${name}-${process.pid}`, namespace, cacher, transporter: { type: "NATS", options: { url: nats.url } } }, [
+					name,
+				]),
 			)
 		: [broker({ nodeID: `test-${process.pid}`, namespace, cacher, transporter: null }, [...SERVICE_NAMES])];
 	const [gateway] = brokers;
@@ -143,7 +168,11 @@ export async function startCatalogue({ middlewares = [], topology = projectTopol
 		await Promise.all(brokers.map(each => each.waitForServices([...SERVICE_NAMES], START_TIMEOUT_MS)));
 	})();
 	try {
-		await within(START_TIMEOUT_MS, starting, `the catalogue (${topology}, storage: ${describeStorage()}, cache: ${cache}) did not start`);
+		await within(
+			START_TIMEOUT_MS,
+			starting,
+			`the catalogue (${topology}, storage: ${describeStorage()}, cache: ${cache}) did not start`,
+		);
 	} catch (err) {
 		await within(5000, Promise.all(brokers.map(each => each.stop())), "").catch(() => undefined);
 		await nats?.stop();

@@ -16,7 +16,22 @@ declare const catalogueProject: CatalogueProject;
 // catalogue over NATS caches in the Redis of REDIS_URL (this machine's by default); in one broker
 // it caches in memory, as it runs.
 process.env.CATALOGUE_TEST_REDIS = process.env.REDIS_URL || "redis://127.0.0.1:6379";
-for (const name of ["TRANSPORTER", "NAMESPACE", "SERVICES", "SERVICEDIR", "HEALTH_PORT", "DATA_DIR", "BODY_LIMIT", "START_TIMEOUT", "REQUEST_TIMEOUT", "REDIS_URL", "METRICS_PORT", "LOG_FORMAT", "TRACE_EXPORTER", "ZIPKIN_URL"])
+for (const name of [
+	"TRANSPORTER",
+	"NAMESPACE",
+	"SERVICES",
+	"SERVICEDIR",
+	"HEALTH_PORT",
+	"DATA_DIR",
+	"BODY_LIMIT",
+	"START_TIMEOUT",
+	"REQUEST_TIMEOUT",
+	"REDIS_URL",
+	"METRICS_PORT",
+	"LOG_FORMAT",
+	"TRACE_EXPORTER",
+	"ZIPKIN_URL",
+])
 	delete process.env[name];
 process.env.STORAGE = "memory";
 process.env.PORT = "0";

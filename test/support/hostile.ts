@@ -104,7 +104,8 @@ export function toWire(request: HostileRequest, ids: Ids): WireRequest {
 		.join("&");
 	const path = `${base}${segment === undefined ? "" : `/${segment}`}${query === "" ? "" : `?${query}`}`;
 	const { body } = request;
-	const bytes = body === undefined ? undefined : body instanceof Uint8Array ? Buffer.from(body) : Buffer.from(jsonText(body, ids), "utf8");
+	const bytes =
+		body === undefined ? undefined : body instanceof Uint8Array ? Buffer.from(body) : Buffer.from(jsonText(body, ids), "utf8");
 	return { method, path, body: bytes, contentType: bytes === undefined ? undefined : request.contentType };
 }
 
@@ -136,7 +137,11 @@ export function sendWire(baseUrl: string, wire: WireRequest, timeoutMs = 10_000)
 				response.on("data", (chunk: Buffer) => chunks.push(chunk));
 				response.on("error", reject);
 				response.on("end", () =>
-					resolveReply({ status: response.statusCode ?? 0, contentType: response.headers["content-type"], text: Buffer.concat(chunks).toString("utf8") }),
+					resolveReply({
+						status: response.statusCode ?? 0,
+						contentType: response.headers["content-type"],
+						text: Buffer.concat(chunks).toString("utf8"),
+					}),
 				);
 			},
 		);
@@ -193,7 +198,10 @@ const longText = (maxLength: number): fc.Arbitrary<string> =>
 	fc
 		.tuple(
 			fc.oneof(fc.constantFrom(99, 100, 101, 199, 200, 201), fc.integer({ min: 202, max: maxLength })),
-			fc.oneof(fc.constantFrom("a", "\u00E9", "\u{1F600}", "e\u0301", " ", "\u200B", "\u0000"), fc.string({ unit: "binary", minLength: 1, maxLength: 3 })),
+			fc.oneof(
+				fc.constantFrom("a", "\u00E9", "\u{1F600}", "e\u0301", " ", "\u200B", "\u0000"),
+				fc.string({ unit: "binary", minLength: 1, maxLength: 3 }),
+			),
 		)
 		.map(([length, unit]) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length));
 
@@ -273,16 +281,41 @@ const pollutionMark: Hostile = { fuzzPolluted: "yes", isAdmin: true };
  * into Object.prototype, or takes the fields from the prototype that the body does not carry.
  */
 const underPrototypeKey = (inner: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> =>
-	fc.tuple(prototypeKey, inner).map(([key, value]) => objectOf([[key, key === "constructor" ? objectOf([["prototype", value]]) : value]]));
+	fc
+		.tuple(prototypeKey, inner)
+		.map(([key, value]) => objectOf([[key, key === "constructor" ? objectOf([["prototype", value]]) : value]]));
 
 /** 10 to 5,000 levels of `[` or `{"a":` (31 to 33 around the expected limit of 32), closed or not, well under the 100 kB body limit. */
 const deepNesting: fc.Arbitrary<RawJson> = fc
-	.tuple(fc.oneof(fc.constantFrom(31, 32, 33), fc.integer({ min: 10, max: 5000 })), fc.constantFrom(["[", "]"], ['{"a":', "}"], ['{"a":[', "]}"]), fc.boolean())
+	.tuple(
+		fc.oneof(fc.constantFrom(31, 32, 33), fc.integer({ min: 10, max: 5000 })),
+		fc.constantFrom(["[", "]"], ['{"a":', "}"], ['{"a":[', "]}"]),
+		fc.boolean(),
+	)
 	.map(([levels, [open, close], closed]) => new RawJson(open.repeat(levels) + "1" + (closed ? close.repeat(levels) : "")));
 
-const fieldNames = fc.constantFrom("id", "name", "nationality", "title", "age", "category", "author", "pageable", "pageNumber", "pageSize", "sort", "property", "direction");
+const fieldNames = fc.constantFrom(
+	"id",
+	"name",
+	"nationality",
+	"title",
+	"age",
+	"category",
+	"author",
+	"pageable",
+	"pageNumber",
+	"pageSize",
+	"sort",
+	"property",
+	"direction",
+);
 
-const anyKey = fc.oneof(prototypeKey, fieldNames, fc.constantFrom("", "$ne", "$where", "0", "length", "toString", "hasOwnProperty", "valueOf"), fc.string({ maxLength: 6 }));
+const anyKey = fc.oneof(
+	prototypeKey,
+	fieldNames,
+	fc.constantFrom("", "$ne", "$where", "0", "length", "toString", "hasOwnProperty", "valueOf"),
+	fc.string({ maxLength: 6 }),
+);
 
 /** Random JSON whose keys are prototype keys, field names or anything. */
 const hostileJson: fc.Arbitrary<Hostile> = fc.letrec<{ node: Hostile }>(tie => ({
@@ -307,7 +340,8 @@ const hostileValue: fc.Arbitrary<Hostile> = fc.oneof(
 );
 
 /** A field's value: mostly what the field expects, so the request gets past validation to the records; otherwise anything hostile. */
-const field = (expected: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> => fc.oneof({ weight: 3, arbitrary: expected }, { weight: 1, arbitrary: hostileValue });
+const field = (expected: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> =>
+	fc.oneof({ weight: 3, arbitrary: expected }, { weight: 1, arbitrary: hostileValue });
 
 /** An array where an object belongs: `category: [{ id }]`, a top-level `[{ name, nationality }]`. */
 const asArray = (arbitrary: fc.Arbitrary<Hostile>): fc.Arbitrary<Hostile> => arbitrary.map(value => [value]);
@@ -320,9 +354,15 @@ function hostileObject(fields: Record<string, fc.Arbitrary<Hostile>>): fc.Arbitr
 	const entries = Object.entries(fields).map(([key, value]) =>
 		fc.option(value, { nil: undefined, freq: 8 }).map(present => [key, present] as [string, Hostile | undefined]),
 	);
-	const extra = fc.array(fc.tuple(anyKey, fc.oneof(hostileValue, underPrototypeKey(fc.constant(pollutionMark)))), { minLength: 1, maxLength: 2 });
+	const extra = fc.array(fc.tuple(anyKey, fc.oneof(hostileValue, underPrototypeKey(fc.constant(pollutionMark)))), {
+		minLength: 1,
+		maxLength: 2,
+	});
 	const object = fc
-		.tuple(fc.tuple(...entries), fc.oneof({ weight: 4, arbitrary: fc.constant<[string, Hostile][]>([]) }, { weight: 1, arbitrary: extra }))
+		.tuple(
+			fc.tuple(...entries),
+			fc.oneof({ weight: 4, arbitrary: fc.constant<[string, Hostile][]>([]) }, { weight: 1, arbitrary: extra }),
+		)
 		.map(([own, more]) => objectOf([...own.filter((entry): entry is [string, Hostile] => entry[1] !== undefined), ...more]));
 	return fc.oneof({ weight: 10, arbitrary: object }, { weight: 1, arbitrary: underPrototypeKey(object) });
 }
@@ -331,7 +371,18 @@ const knownId = (kind: RecordKind): fc.Arbitrary<KnownId> => fc.nat({ max: 1000 
 
 /** Ids no record has: the shapes of catalogue.ts, prototype names, operators, full Unicode, numbers, long ones. */
 const strangeId: fc.Arbitrary<string> = fc.oneof(
-	fc.constantFrom(...unknownIds.map(([, id]) => id), "__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf", "$ne", " ", "null"),
+	fc.constantFrom(
+		...unknownIds.map(([, id]) => id),
+		"__proto__",
+		"constructor",
+		"prototype",
+		"toString",
+		"hasOwnProperty",
+		"valueOf",
+		"$ne",
+		" ",
+		"null",
+	),
 	unicodeText,
 	numericText,
 	longText(3000),
@@ -339,7 +390,10 @@ const strangeId: fc.Arbitrary<string> = fc.oneof(
 
 /** Names, nationalities and titles: plain ones (which must work) and ones in every corner of Unicode. */
 const plausibleText: fc.Arbitrary<string> = fc.oneof(
-	{ weight: 3, arbitrary: fc.constantFrom("Reiner Knizia", "German", "Tigris & Euphrates", "Strategy", "  padded  ", "O'Brien \"Bob\" <b>&amp;") },
+	{
+		weight: 3,
+		arbitrary: fc.constantFrom("Reiner Knizia", "German", "Tigris & Euphrates", "Strategy", "  padded  ", 'O\'Brien "Bob" <b>&amp;'),
+	},
 	{ weight: 2, arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }) },
 	{ weight: 2, arbitrary: unicodeText },
 	{ weight: 1, arbitrary: longText(20_000) },
@@ -352,7 +406,8 @@ const plausibleAge: fc.Arbitrary<Hostile> = fc.oneof(
 );
 
 /** The id of a category or an author in a game: mostly one that exists, else a strange one. */
-const referencedId = (kind: RecordKind): fc.Arbitrary<Hostile> => fc.oneof({ weight: 4, arbitrary: knownId(kind) }, { weight: 1, arbitrary: strangeId });
+const referencedId = (kind: RecordKind): fc.Arbitrary<Hostile> =>
+	fc.oneof({ weight: 4, arbitrary: knownId(kind) }, { weight: 1, arbitrary: strangeId });
 
 const reference = (kind: RecordKind): fc.Arbitrary<Hostile> => fc.record({ id: referencedId(kind) });
 
@@ -369,19 +424,35 @@ const sortDirection = fc.constantFrom("asc", "desc", "DESC", "Desc", "", "-1", "
 const sortOrder = fc.record({ property: sortProperty, direction: sortDirection }, { requiredKeys: [] });
 const hostileSortOrder = hostileObject({ property: field(sortProperty), direction: field(sortDirection) });
 
-const pageNumber = fc.oneof(fc.integer({ min: -2, max: 5 }), fc.constantFrom("0", "1", " 3 ", 1.5, 999_999_999, 1_000_000_000, 1_000_000_001, 2 ** 31));
+const pageNumber = fc.oneof(
+	fc.integer({ min: -2, max: 5 }),
+	fc.constantFrom("0", "1", " 3 ", 1.5, 999_999_999, 1_000_000_000, 1_000_000_001, 2 ** 31),
+);
 const pageSize = fc.oneof(fc.integer({ min: -2, max: 10 }), fc.constantFrom("5", "0", 999, 1000, 1001, 2 ** 31));
 /** `sort` as an object, or a list of them (longer than 3 too). */
 const sort = fc.oneof(sortOrder, fc.array(sortOrder, { maxLength: 6 }));
 const pageable = fc.record({ pageNumber, pageSize, sort }, { requiredKeys: ["pageNumber", "pageSize"] });
 /** A game page's `pageable`: mostly sorted on a field of the game, else on anything an author page may be sent. */
 const gameSortOrder = fc.record(
-	{ property: fc.oneof({ weight: 3, arbitrary: fc.constantFrom("id", "title", "age") }, { weight: 1, arbitrary: sortProperty }), direction: sortDirection },
+	{
+		property: fc.oneof({ weight: 3, arbitrary: fc.constantFrom("id", "title", "age") }, { weight: 1, arbitrary: sortProperty }),
+		direction: sortDirection,
+	},
 	{ requiredKeys: [] },
 );
-const gamePageable = fc.record({ pageNumber, pageSize, sort: fc.oneof(gameSortOrder, fc.array(gameSortOrder, { maxLength: 6 })) }, { requiredKeys: ["pageNumber", "pageSize"] });
+const gamePageable = fc.record(
+	{ pageNumber, pageSize, sort: fc.oneof(gameSortOrder, fc.array(gameSortOrder, { maxLength: 6 })) },
+	{ requiredKeys: ["pageNumber", "pageSize"] },
+);
 const hostilePageable = fc.oneof(
-	{ weight: 6, arbitrary: hostileObject({ pageNumber: field(pageNumber), pageSize: field(pageSize), sort: field(fc.oneof(hostileSortOrder, fc.array(hostileSortOrder, { maxLength: 6 }))) }) },
+	{
+		weight: 6,
+		arbitrary: hostileObject({
+			pageNumber: field(pageNumber),
+			pageSize: field(pageSize),
+			sort: field(fc.oneof(hostileSortOrder, fc.array(hostileSortOrder, { maxLength: 6 }))),
+		}),
+	},
 	{ weight: 1, arbitrary: fc.constant<Hostile>([]) },
 	{ weight: 1, arbitrary: asArray(pageable) },
 );
@@ -389,31 +460,39 @@ const hostilePageable = fc.oneof(
 /** Bytes that are not UTF-8: random ones, and inside an otherwise valid author body. */
 const notUtf8: fc.Arbitrary<Uint8Array> = fc.oneof(
 	fc.uint8Array({ minLength: 1, maxLength: 40 }),
-	fc.constantFrom([0xc0, 0xaf], [0xff, 0xfe], [0xed, 0xa0, 0x80], [0xe0, 0xa4]).map(bad =>
-		Uint8Array.from([...Buffer.from('{"name":"'), ...bad, ...Buffer.from('","nationality":"x","title":"t","pageable":{"pageNumber":0,"pageSize":5}}')]),
-	),
+	fc
+		.constantFrom([0xc0, 0xaf], [0xff, 0xfe], [0xed, 0xa0, 0x80], [0xe0, 0xa4])
+		.map(bad =>
+			Uint8Array.from([
+				...Buffer.from('{"name":"'),
+				...bad,
+				...Buffer.from('","nationality":"x","title":"t","pageable":{"pageNumber":0,"pageSize":5}}'),
+			]),
+		),
 );
 
 /** Text that is not JSON, or JSON that parsers disagree on (a byte-order mark, duplicate keys, escaped lone surrogates). */
-const notJson: fc.Arbitrary<RawJson> = fc.oneof(
-	fc.constantFrom(
-		"{",
-		"not json",
-		"{'name': 'x'}",
-		'{"name":"a",}',
-		"",
-		" ",
-		"\u0000",
-		"nul",
-		'{"a":1} trailing',
-		'\uFEFF{"name":"Knizia","nationality":"German"}',
-		'{"name":"a","name":"b","nationality":"c","nationality":{"__proto__":1}}',
-		'{"name":"\\ud800","nationality":"\\udfff","title":"\\ud800"}',
-		'{"name":"\\u0000","nationality":"\\u0085","title":"\\u001f"}',
-		'"\\ud800"',
-	),
-	fc.string({ unit: "binary", maxLength: 20 }),
-).map(text => new RawJson(text));
+const notJson: fc.Arbitrary<RawJson> = fc
+	.oneof(
+		fc.constantFrom(
+			"{",
+			"not json",
+			"{'name': 'x'}",
+			'{"name":"a",}',
+			"",
+			" ",
+			"\u0000",
+			"nul",
+			'{"a":1} trailing',
+			'\uFEFF{"name":"Knizia","nationality":"German"}',
+			'{"name":"a","name":"b","nationality":"c","nationality":{"__proto__":1}}',
+			'{"name":"\\ud800","nationality":"\\udfff","title":"\\ud800"}',
+			'{"name":"\\u0000","nationality":"\\u0085","title":"\\u001f"}',
+			'"\\ud800"',
+		),
+		fc.string({ unit: "binary", maxLength: 20 }),
+	)
+	.map(text => new RawJson(text));
 
 /** A request body: mostly the object the route expects, else an array of it, none, another JSON value, broken JSON, non-UTF-8 bytes or deep nesting. */
 const body = (expected: fc.Arbitrary<Hostile>): fc.Arbitrary<Body> =>
@@ -436,10 +515,18 @@ const bodyOf = (expected: Record<string, fc.Arbitrary<Hostile>>, hostile: Record
 	body(fc.oneof(fc.record(expected), hostileObject(hostile)));
 
 const categoryBody = bodyOf({ name: plausibleText }, { name: field(plausibleText) });
-const authorBody = bodyOf({ name: plausibleText, nationality: plausibleText }, { name: field(plausibleText), nationality: field(plausibleText) });
+const authorBody = bodyOf(
+	{ name: plausibleText, nationality: plausibleText },
+	{ name: field(plausibleText), nationality: field(plausibleText) },
+);
 const gameBody = bodyOf(
 	{ title: plausibleText, age: plausibleAge, category: reference("category"), author: reference("author") },
-	{ title: field(plausibleText), age: field(plausibleAge), category: field(hostileReference("category")), author: field(hostileReference("author")) },
+	{
+		title: field(plausibleText),
+		age: field(plausibleAge),
+		category: field(hostileReference("category")),
+		author: field(hostileReference("author")),
+	},
 );
 const authorPageBody = bodyOf({ pageable }, { pageable: field(hostilePageable) });
 
@@ -564,7 +651,9 @@ const query = (named: Record<string, fc.Arbitrary<string | KnownId>> = {}): fc.A
 	const pair = own.length === 0 ? hostile : fc.oneof({ weight: 3, arbitrary: fc.oneof(...own) }, { weight: 1, arbitrary: hostile });
 	const none = fc.constant<QueryPair[]>([]);
 	const some = fc.array(pair, { minLength: 1, maxLength: 4 });
-	return own.length === 0 ? fc.oneof({ weight: 3, arbitrary: none }, { weight: 1, arbitrary: some }) : fc.oneof({ weight: 1, arbitrary: none }, { weight: 3, arbitrary: some });
+	return own.length === 0
+		? fc.oneof({ weight: 3, arbitrary: none }, { weight: 1, arbitrary: some })
+		: fc.oneof({ weight: 1, arbitrary: none }, { weight: 3, arbitrary: some });
 };
 
 /** POST /game: a page request, with the game list's filters in the body. */
@@ -622,8 +711,14 @@ const rawSegment = fc.constantFrom(
 
 /** A path's last segment: mostly a record's id (`kind`), else strange ids (up to ~3,000 characters), raw segments, random bytes. */
 const segment = (kind?: RecordKind): fc.Arbitrary<string | KnownId> => {
-	const strange = fc.oneof(strangeId.map(percentEncode), rawSegment, fc.uint8Array({ minLength: 1, maxLength: 30 }).map(percentEncodeBytes));
-	return kind ? fc.oneof({ weight: 1, arbitrary: knownId(kind) }, { weight: 1, arbitrary: strange }) : fc.oneof(strange, titlePattern.map(percentEncode));
+	const strange = fc.oneof(
+		strangeId.map(percentEncode),
+		rawSegment,
+		fc.uint8Array({ minLength: 1, maxLength: 30 }).map(percentEncodeBytes),
+	);
+	return kind
+		? fc.oneof({ weight: 1, arbitrary: knownId(kind) }, { weight: 1, arbitrary: strange })
+		: fc.oneof(strange, titlePattern.map(percentEncode));
 };
 
 /** Mostly JSON; else no type, another type, a charset body-parser does not read. */

@@ -31,7 +31,13 @@ const parse = (text: string) => {
 };
 
 /** One request, bounded by HANG_MS; `agent: false` gives it a connection of its own. */
-export function send(base: string, method: string, path: string, body?: unknown, agent: Agent | false = false): Promise<Pick<Outcome, "status" | "body" | "error">> {
+export function send(
+	base: string,
+	method: string,
+	path: string,
+	body?: unknown,
+	agent: Agent | false = false,
+): Promise<Pick<Outcome, "status" | "body" | "error">> {
 	return new Promise(resolve => {
 		const req = request(base + path, { method, agent, headers: { "Content-Type": "application/json" } }, res => {
 			let text = "";

@@ -43,14 +43,23 @@ export function undocumented(method: string, url: string, status: number, conten
 	const operation = path === undefined ? undefined : document.paths[path][verb];
 	if (!path || !operation) return [];
 	const listed = operation.responses[status];
-	if (!listed && !ANY_ROUTE.includes(String(status))) return [`${status} is not an answer of ${verb.toUpperCase()} ${path} (it lists ${Object.keys(operation.responses).join(", ")})`];
+	if (!listed && !ANY_ROUTE.includes(String(status)))
+		return [`${status} is not an answer of ${verb.toUpperCase()} ${path} (it lists ${Object.keys(operation.responses).join(", ")})`];
 	const name = listed?.$ref?.split("/").pop();
 	const response = listed ? (name ? document.components.responses[name] : listed) : document.components.responses.NotFound;
-	const pointerOf = listed ? (name ? `/components/responses/${name}` : `/paths/${escape(path)}/${verb}/responses/${status}`) : "/components/responses/NotFound";
-	if (!response.content) return method === "HEAD" || body === "" ? [] : [`${status} of ${verb.toUpperCase()} ${path} has no body in the document`];
+	const pointerOf = listed
+		? name
+			? `/components/responses/${name}`
+			: `/paths/${escape(path)}/${verb}/responses/${status}`
+		: "/components/responses/NotFound";
+	if (!response.content)
+		return method === "HEAD" || body === "" ? [] : [`${status} of ${verb.toUpperCase()} ${path} has no body in the document`];
 	if (method === "HEAD") return [];
 	const type = (contentType ?? "").split(";")[0].trim();
-	if (!response.content[type]) return [`${status} of ${verb.toUpperCase()} ${path} is ${Object.keys(response.content).join(" or ")} in the document, not "${type}"`];
+	if (!response.content[type])
+		return [
+			`${status} of ${verb.toUpperCase()} ${path} is ${Object.keys(response.content).join(" or ")} in the document, not "${type}"`,
+		];
 	let value: unknown = body;
 	if (type === "application/json") {
 		try {
@@ -60,7 +69,9 @@ export function undocumented(method: string, url: string, status: number, conten
 		}
 	}
 	const validate = validator(`${pointerOf}/content/${escape(type)}/schema`);
-	return validate(value) ? [] : (validate.errors ?? []).map(error => `${status} of ${verb.toUpperCase()} ${path}: body${error.instancePath} ${error.message}`);
+	return validate(value)
+		? []
+		: (validate.errors ?? []).map(error => `${status} of ${verb.toUpperCase()} ${path}: body${error.instancePath} ${error.message}`);
 }
 
 const found: string[] = [];
@@ -71,7 +82,8 @@ globalThis.fetch = async (input, init) => {
 	const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
 	const url = input instanceof Request ? input.url : String(input);
 	const body = await response.clone().text();
-	for (const problem of undocumented(method, url, response.status, response.headers.get("content-type"), body)) found.push(`${method} ${url.slice(0, 200)}: ${problem}`);
+	for (const problem of undocumented(method, url, response.status, response.headers.get("content-type"), body))
+		found.push(`${method} ${url.slice(0, 200)}: ${problem}`);
 	return response;
 };
 

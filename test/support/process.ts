@@ -101,7 +101,8 @@ export async function waitFor(what: string, condition: () => Promise<boolean>, n
 	const check = () => within(CHECK_TIMEOUT_MS, condition(), what).catch(() => false);
 	while (!(await check())) {
 		const ended = nodes.find(node => node.child.exitCode !== null || node.child.signalCode !== null);
-		if (ended) throw new Error(`waiting until ${what}: a node exited with ${ended.child.exitCode ?? ended.child.signalCode}:\n${printed()}`);
+		if (ended)
+			throw new Error(`waiting until ${what}: a node exited with ${ended.child.exitCode ?? ended.child.signalCode}:\n${printed()}`);
 		if (Date.now() > deadline) throw new Error(`not ${what} within ${timeoutMs} ms:\n${printed()}`);
 		await new Promise(resolve => setTimeout(resolve, 100));
 	}

@@ -16,8 +16,12 @@ export async function startRedis(timeoutMs = 10_000, options: string[] = []): Pr
 	let child: ChildProcess | undefined;
 
 	async function start() {
-		child = spawn("redis-server", [...options, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-		const failed = new Promise<never>((_, reject) => child!.once("error", err => reject(new Error(`cannot run redis-server: ${err.message}`))));
+		child = spawn("redis-server", [...options, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+			stdio: "ignore",
+		});
+		const failed = new Promise<never>((_, reject) =>
+			child!.once("error", err => reject(new Error(`cannot run redis-server: ${err.message}`))),
+		);
 		await listening(port, failed, timeoutMs, () => `redis-server did not listen on ${port} within ${timeoutMs} ms`);
 	}
 

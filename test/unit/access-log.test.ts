@@ -32,13 +32,11 @@ afterAll(async () => {
 });
 
 /** The JSON lines printed so far that carry `requestId`. */
-const linesOf = (requestId: string) =>
-	printed
-		.map(line => JSON.parse(line))
-		.filter(line => line.requestId === requestId);
+const linesOf = (requestId: string) => printed.map(line => JSON.parse(line)).filter(line => line.requestId === requestId);
 
 /** The line is printed once the answer is done, which the client may see a moment before the server does. */
-const waitForLine = (requestId: string, count = 1) => waitFor(`${count} line(s) carry ${requestId}`, async () => linesOf(requestId).length >= count);
+const waitForLine = (requestId: string, count = 1) =>
+	waitFor(`${count} line(s) carry ${requestId}`, async () => linesOf(requestId).length >= count);
 
 test("every line the broker prints is one JSON object", () => {
 	expect(printed.length).toBeGreaterThan(0);
@@ -51,7 +49,15 @@ test("a request ends with one info line: its id, method, URL, alias, status and 
 	expect(answer.headers.get("x-request-id")).toBe("abc-123");
 	await waitForLine("abc-123");
 	expect(linesOf("abc-123")).toEqual([
-		expect.objectContaining({ level: "info", mod: "api", method: "GET", url: "/category", path: "/category", status: 200, durationMs: expect.any(Number) }),
+		expect.objectContaining({
+			level: "info",
+			mod: "api",
+			method: "GET",
+			url: "/category",
+			path: "/category",
+			status: 200,
+			durationMs: expect.any(Number),
+		}),
 	]);
 });
 

@@ -20,12 +20,23 @@ const refused: Measurement = { ...run(3), failures: { non2xx: 5, errors: 0, time
 
 /** Three scenarios: all measured; the distributed run refused; the distributed run not made. */
 const results: ScenarioResult[] = [
-	{ scenario: scenario("GET /game?title&idCategory"), answerBytes: 900, runs: { ceiling: run(20_000), embedded: run(5_000), distributed: run(2_500) } },
+	{
+		scenario: scenario("GET /game?title&idCategory"),
+		answerBytes: 900,
+		runs: { ceiling: run(20_000), embedded: run(5_000), distributed: run(2_500) },
+	},
 	{ scenario: scenario("PUT /game/{id}"), answerBytes: 200, runs: { ceiling: run(18_000), embedded: run(1_800), distributed: refused } },
 	{ scenario: scenario("GET /author"), answerBytes: 4_000, runs: { ceiling: run(25_000), embedded: run(10_000) } },
 ];
 
-const step = (target: GrowthResult["target"], games: number, meanMs: number, coldMs: number, createRps: number, updateRps: number): GrowthResult => ({
+const step = (
+	target: GrowthResult["target"],
+	games: number,
+	meanMs: number,
+	coldMs: number,
+	createRps: number,
+	updateRps: number,
+): GrowthResult => ({
 	target,
 	games,
 	meanMs,
@@ -69,7 +80,9 @@ describe("the benchmark's charts (bench/charts.ts)", () => {
 		expect(marks(document, "bar")).toHaveLength(7);
 		const shown = texts(document);
 		for (const result of results) expect(shown).toContain(result.scenario.name);
-		expect(shown).toEqual(expect.arrayContaining(["20,000", "5,000 (25%)", "2,500 (13%)", "18,000", "1,800 (10%)", "25,000", "10,000 (40%)"]));
+		expect(shown).toEqual(
+			expect.arrayContaining(["20,000", "5,000 (25%)", "2,500 (13%)", "18,000", "1,800 (10%)", "25,000", "10,000 (40%)"]),
+		);
 		expect(shown.join("\n")).toContain("Not drawn: distributed PUT /game/{id} FAILED; distributed GET /author not run");
 	});
 
@@ -97,7 +110,16 @@ describe("the benchmark's charts (bench/charts.ts)", () => {
 		expect(marks(document, "line mark")).toHaveLength(8);
 		const shown = texts(document);
 		expect(shown).toEqual(expect.arrayContaining(["3 ms", "1900 ms", "3200 ms", "1,100", "500", "600"]));
-		expect(shown).toEqual(expect.arrayContaining(["embedded", "distributed", "GET /game, cached", "GET /game, computed", "PUT /game (create)", "PUT /game/{id} (update)"]));
+		expect(shown).toEqual(
+			expect.arrayContaining([
+				"embedded",
+				"distributed",
+				"GET /game, cached",
+				"GET /game, computed",
+				"PUT /game (create)",
+				"PUT /game/{id} (update)",
+			]),
+		);
 		expect(shown.join("\n")).toContain("Failed: distributed: seeding failed: 504");
 	});
 
@@ -109,7 +131,10 @@ describe("the benchmark's charts (bench/charts.ts)", () => {
 		const folder = mkdtempSync(path.join(tmpdir(), "bench-charts-"));
 		try {
 			const lines = await writeCharts(path.join(folder, "images"), results, []);
-			expect(lines).toEqual([`chart written to ${path.join(folder, "images", "throughput.svg")}`, "chart growth.svg not drawn: growth was not run (BENCH_GROWTH empty)"]);
+			expect(lines).toEqual([
+				`chart written to ${path.join(folder, "images", "throughput.svg")}`,
+				"chart growth.svg not drawn: growth was not run (BENCH_GROWTH empty)",
+			]);
 			expect(marks(parse(readFileSync(path.join(folder, "images", "throughput.svg"), "utf8")), "bar")).toHaveLength(7);
 		} finally {
 			rmSync(folder, { recursive: true, force: true });

@@ -69,14 +69,18 @@ describe("MemoryBytesCacher", () => {
 
 describe("answerKey", () => {
 	test("params in any field order make one key", () => {
-		expect(answerKey("games.list", { title: "zelda", idCategory: "C" }, "1.0.0")).toBe(answerKey("games.list", { idCategory: "C", title: "zelda" }, "1.0.0"));
+		expect(answerKey("games.list", { title: "zelda", idCategory: "C" }, "1.0.0")).toBe(
+			answerKey("games.list", { idCategory: "C", title: "zelda" }, "1.0.0"),
+		);
 	});
 
 	test("a value holding moleculer's separators is not another set of params", () => {
 		// moleculer's own key for both was `games.list:idCategory|"C"|title|"zelda"`-like text.
 		const crafted = answerKey("games.list", { idCategory: 'C"|title|"zelda' }, "0.0.0");
 		expect(crafted).not.toBe(answerKey("games.list", { idCategory: "C", title: "zelda" }, "0.0.0"));
-		expect(answerKey("games.list", { title: "a", idCategory: "b" }, "0")).not.toBe(answerKey("games.list", { title: "b", idCategory: "a" }, "0"));
+		expect(answerKey("games.list", { title: "a", idCategory: "b" }, "0")).not.toBe(
+			answerKey("games.list", { title: "b", idCategory: "a" }, "0"),
+		);
 	});
 
 	test("params longer than KEY_JSON_LENGTH as JSON are named by their digest, distinct from any JSON", () => {
@@ -119,16 +123,24 @@ describe("generationStamp", () => {
 
 describe("cacheKey", () => {
 	const broker = new ServiceBroker({ logger: false });
-	const list = (params: Record<string, unknown> | undefined) => ({ name: "games.list", params: params as ActionSchema["params"], cache: cachedFrom("games") });
+	const list = (params: Record<string, unknown> | undefined) => ({
+		name: "games.list",
+		params: params as ActionSchema["params"],
+		cache: cachedFrom("games"),
+	});
 
 	test("only the fields the action's rules name, in any order", () => {
 		const action = list({ $$strict: "remove", title: "string", idCategory: "string" });
-		expect(cacheKey(broker, action, { query: "segment", title: "a", idCategory: "b", junk: 1 })).toBe(cacheKey(broker, action, { idCategory: "b", title: "a" }));
+		expect(cacheKey(broker, action, { query: "segment", title: "a", idCategory: "b", junk: 1 })).toBe(
+			cacheKey(broker, action, { idCategory: "b", title: "a" }),
+		);
 		expect(cacheKey(broker, action, { title: "a" })).not.toBe(cacheKey(broker, action, { title: "a", idCategory: "b" }));
 	});
 
 	test("a cached action whose rules keep unknown fields is refused: they would reach it but not its key", () => {
-		expect(() => cacheKey(broker, list({ title: "string" }), {})).toThrow(/games.list is cached, so its params must be declared with \$\$strict: "remove"/);
+		expect(() => cacheKey(broker, list({ title: "string" }), {})).toThrow(
+			/games.list is cached, so its params must be declared with \$\$strict: "remove"/,
+		);
 		expect(() => cacheKey(broker, list(undefined), {})).toThrow(/\$\$strict/);
 	});
 

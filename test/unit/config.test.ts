@@ -47,7 +47,7 @@ describe("readConfig", () => {
 			RATE_LIMIT: "100",
 			RATE_LIMIT_WINDOW: "10",
 			REDIS_URL: "redis://cache:6379/2",
-				CACHE_MAX_MB: "16",
+			CACHE_MAX_MB: "16",
 			API_TOKEN: "0123456789abcdef-token",
 			METRICS_PORT: "3030",
 			LOG_FORMAT: "text",
@@ -109,7 +109,10 @@ describe("readConfig", () => {
 		[{ START_TIMEOUT: "soon" }, /START_TIMEOUT/],
 		[{ HEALTH_PORT: "none" }, /HEALTH_PORT/],
 		[{ REQUEST_TIMEOUT: "-1" }, /REQUEST_TIMEOUT/],
-		[{ CORS_ORIGINS: "app.example.com" }, /CORS_ORIGINS must list origins such as https:\/\/app.example.com, or \*; got "app.example.com"/],
+		[
+			{ CORS_ORIGINS: "app.example.com" },
+			/CORS_ORIGINS must list origins such as https:\/\/app.example.com, or \*; got "app.example.com"/,
+		],
 		[{ CORS_ORIGINS: "https://app.example.com/path" }, /CORS_ORIGINS/],
 		[{ RATE_LIMIT: "lots" }, /RATE_LIMIT/],
 		[{ RATE_LIMIT: "10", RATE_LIMIT_WINDOW: "0" }, /RATE_LIMIT_WINDOW/],
@@ -122,9 +125,15 @@ describe("readConfig", () => {
 		[{ LOG_FORMAT: "yaml" }, /LOG_FORMAT must be one of json, text; got "yaml"/],
 		[{ TRACE_EXPORTER: "jaeger" }, /TRACE_EXPORTER must be one of zipkin, console; got "jaeger"/],
 		[{ TRACE_EXPORTER: "zipkin" }, /TRACE_EXPORTER=zipkin needs ZIPKIN_URL/],
-		[{ TRACE_EXPORTER: "zipkin", ZIPKIN_URL: "zipkin:9411" }, /ZIPKIN_URL, Zipkin's base URL such as http:\/\/zipkin:9411; got "zipkin:9411"/],
+		[
+			{ TRACE_EXPORTER: "zipkin", ZIPKIN_URL: "zipkin:9411" },
+			/ZIPKIN_URL, Zipkin's base URL such as http:\/\/zipkin:9411; got "zipkin:9411"/,
+		],
 		[{ ZIPKIN_URL: "http://zipkin:9411" }, /ZIPKIN_URL is only read with TRACE_EXPORTER=zipkin/],
-		[{ TRACE_EXPORTER: "console", NODE_ENV: "production" }, /TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text/],
+		[
+			{ TRACE_EXPORTER: "console", NODE_ENV: "production" },
+			/TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text/,
+		],
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);

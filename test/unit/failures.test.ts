@@ -60,17 +60,28 @@ describe("toFailure", () => {
 	test("a node lost in the middle of a call or too busy to queue it answers 503, not its internal message", () => {
 		const unavailable = { status: 503, body: { msg: texts.unavailable } };
 		expect(toFailure(new Errors.RequestRejectedError({ action: "games.create", nodeID: "games-1" }))).toEqual(unavailable);
-		expect(toFailure(new Errors.QueueIsFullError({ action: "games.list", nodeID: "games-1", size: 128, limit: 32 }))).toEqual(unavailable);
+		expect(toFailure(new Errors.QueueIsFullError({ action: "games.list", nodeID: "games-1", size: 128, limit: 32 }))).toEqual(
+			unavailable,
+		);
 	});
 
 	test("moleculer-web's own 'service unavailable' (a route whose service was never seen) answers 503", () => {
-		const fromGateway = Object.assign(new Error("Service 'categories.list' is not registered."), { name: "ServiceUnavailableError", code: 503 });
+		const fromGateway = Object.assign(new Error("Service 'categories.list' is not registered."), {
+			name: "ServiceUnavailableError",
+			code: 503,
+		});
 		expect(toFailure(fromGateway)).toEqual({ status: 503, body: { msg: texts.unavailable } });
 	});
 
 	test("moleculer-web's rate limit answers 429 and a refused origin 403, each with the catalogue's text", () => {
-		expect(toFailure(new ApiGateway.Errors.RateLimitExceeded("RATE_LIMIT_EXCEEDED"))).toEqual({ status: 429, body: { msg: texts.tooManyRequests } });
-		expect(toFailure(new ApiGateway.Errors.ForbiddenError("ORIGIN_NOT_ALLOWED"))).toEqual({ status: 403, body: { msg: texts.originNotAllowed } });
+		expect(toFailure(new ApiGateway.Errors.RateLimitExceeded("RATE_LIMIT_EXCEEDED"))).toEqual({
+			status: 429,
+			body: { msg: texts.tooManyRequests },
+		});
+		expect(toFailure(new ApiGateway.Errors.ForbiddenError("ORIGIN_NOT_ALLOWED"))).toEqual({
+			status: 403,
+			body: { msg: texts.originNotAllowed },
+		});
 	});
 
 	test("a write without the API token answers 401 with a Bearer challenge; a wrong token is named invalid", () => {
@@ -84,7 +95,10 @@ describe("toFailure", () => {
 	});
 
 	test("a refused request keeps its 4xx status and text", () => {
-		expect(toFailure(new Errors.MoleculerClientError(texts.urlTooLong, 414, "URL_TOO_LONG"))).toEqual({ status: 414, body: { msg: texts.urlTooLong } });
+		expect(toFailure(new Errors.MoleculerClientError(texts.urlTooLong, 414, "URL_TOO_LONG"))).toEqual({
+			status: 414,
+			body: { msg: texts.urlTooLong },
+		});
 	});
 
 	test("anything else answers 500 without its internal message", () => {

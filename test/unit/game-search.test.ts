@@ -31,6 +31,11 @@ describe("gameSearch", () => {
 			refused = err;
 		}
 		expect(refused).toBeInstanceOf(CatalogueError);
-		expect(refused).toMatchObject({ code: 400, type: "INVALID_PATTERN", message: "Error fetching games", data: [{ field: "title", message, type: "pattern" }] });
+		expect(refused).toMatchObject({
+			code: 400,
+			type: "INVALID_PATTERN",
+			message: "Error fetching games",
+			data: [{ field: "title", message, type: "pattern" }],
+		});
 	});
 });

@@ -80,8 +80,18 @@ describe("answerClientError", () => {
 
 	test.each([
 		["bytes that are not HTTP", "400 Bad Request", "HELLO\r\n\r\n", "The request is not valid HTTP"],
-		["headers over Node's limit", "431 Request Header Fields Too Large", `GET / HTTP/1.1\r\nX: ${"x".repeat(20_000)}\r\n\r\n`, "The request headers are too large"],
-		["headers that never finish arriving", "408 Request Timeout", "GET / HTTP/1.1\r\nHost: x\r\n", "The request took too long to arrive"],
+		[
+			"headers over Node's limit",
+			"431 Request Header Fields Too Large",
+			`GET / HTTP/1.1\r\nX: ${"x".repeat(20_000)}\r\n\r\n`,
+			"The request headers are too large",
+		],
+		[
+			"headers that never finish arriving",
+			"408 Request Timeout",
+			"GET / HTTP/1.1\r\nHost: x\r\n",
+			"The request took too long to arrive",
+		],
 	])("%s answer %s as JSON with a msg, then the connection closes", async (_case, status, bytes, msg) => {
 		const answer = await answerTo(bytes);
 		expect(answer.startsWith(`HTTP/1.1 ${status}\r\n`)).toBe(true);

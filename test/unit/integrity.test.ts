@@ -33,6 +33,9 @@ describe("referringTo", () => {
 			{ category: "c1", author: "a1" },
 			{ "change.category": "c1", "change.author": "a1", $or: [{ category: { $ne: "c1" } }, { author: { $ne: "a1" } }] },
 		]);
-		expect(referringTo({ category: "c1", author: undefined })).toEqual([{ category: "c1" }, { "change.category": "c1", $or: [{ category: { $ne: "c1" } }] }]);
+		expect(referringTo({ category: "c1", author: undefined })).toEqual([
+			{ category: "c1" },
+			{ "change.category": "c1", $or: [{ category: { $ne: "c1" } }] },
+		]);
 	});
 });

@@ -337,7 +337,16 @@ describe("queries the services send to MongoDB (recording collections, no server
 		expect(answer.body.content.map((author: { id: string }) => author.id)).toEqual([authors[4].id, authors[0].id]);
 		expect(answer.body.totalElements).toBe(5);
 		expect(collection("authors").take()).toEqual([
-			{ method: "find", query: undefined, sort: [["name", 1], ["_id", 1]], skip: 2, limit: 2 },
+			{
+				method: "find",
+				query: undefined,
+				sort: [
+					["name", 1],
+					["_id", 1],
+				],
+				skip: 2,
+				limit: 2,
+			},
 			{ method: "countDocuments", query: undefined },
 		]);
 	});
@@ -348,7 +357,15 @@ describe("queries the services send to MongoDB (recording collections, no server
 		const sort = [{ property: "nationality", direction: "desc" }, { property: "id" }];
 		await api.post("/author", { pageable: { pageNumber: 0, pageSize: 3, sort } });
 		expect(collection("authors").take("find")).toEqual([
-			{ method: "find", query: undefined, sort: [["nationality", -1], ["_id", 1]], limit: 3 },
+			{
+				method: "find",
+				query: undefined,
+				sort: [
+					["nationality", -1],
+					["_id", 1],
+				],
+				limit: 3,
+			},
 		]);
 	});
 
@@ -363,18 +380,48 @@ describe("queries the services send to MongoDB (recording collections, no server
 
 		const sort = [{ property: "age", direction: "desc" }, { property: "title" }];
 		const paged = await api.post("/game", { pageable: { pageNumber: 1, pageSize: 2, sort }, idCategory: euro.id });
-		expect(paged.body).toEqual({ content: [{ ...modern, category: euro, author: reiner }], pageable: { pageNumber: 1, pageSize: 2 }, totalElements: 3 });
+		expect(paged.body).toEqual({
+			content: [{ ...modern, category: euro, author: reiner }],
+			pageable: { pageNumber: 1, pageSize: 2 },
+			totalElements: 3,
+		});
 		const query = { draft: { $exists: false }, category: euro.id };
 		expect(collection("games").take()).toEqual([
-			{ method: "find", query, sort: [["age", -1], ["title", 1], ["_id", 1]], skip: 2, limit: 2 },
+			{
+				method: "find",
+				query,
+				sort: [
+					["age", -1],
+					["title", 1],
+					["_id", 1],
+				],
+				skip: 2,
+				limit: 2,
+			},
 			{ method: "countDocuments", query },
 		]);
 		expect(collection("categories").take("find")).toEqual([{ method: "find", query: { _id: { $in: [euro.id] } } }]);
 		expect(collection("authors").take("find")).toEqual([{ method: "find", query: { _id: { $in: [reiner.id] } } }]);
 
-		const searched = await api.post("/game", { pageable: { pageNumber: 0, pageSize: 1, sort: { property: "title", direction: "desc" } }, title: "^ca|^ag" });
-		expect(searched.body).toEqual({ content: [{ ...caverna, category: euro, author: uwe }], pageable: { pageNumber: 0, pageSize: 1 }, totalElements: 2 });
-		expect(collection("games").take()).toEqual([{ method: "find", query: { draft: { $exists: false } }, sort: [["title", -1], ["_id", 1]] }]);
+		const searched = await api.post("/game", {
+			pageable: { pageNumber: 0, pageSize: 1, sort: { property: "title", direction: "desc" } },
+			title: "^ca|^ag",
+		});
+		expect(searched.body).toEqual({
+			content: [{ ...caverna, category: euro, author: uwe }],
+			pageable: { pageNumber: 0, pageSize: 1 },
+			totalElements: 2,
+		});
+		expect(collection("games").take()).toEqual([
+			{
+				method: "find",
+				query: { draft: { $exists: false } },
+				sort: [
+					["title", -1],
+					["_id", 1],
+				],
+			},
+		]);
 		expect(collection("authors").take("find")).toEqual([{ method: "find", query: { _id: { $in: [uwe.id] } } }]);
 	});
 
@@ -419,7 +466,10 @@ describe("queries the services send to MongoDB (recording collections, no server
 			query: { _id: uwe.id, deleting: { $exists: false } },
 			update: { $set: { deleting: { token: expect.any(String), at: expect.any(Number) } } },
 		});
-		expect(removal).toEqual({ method: "deleteMany", query: { _id: uwe.id, "deleting.token": (mark.update!.$set as Doc & { deleting: { token: string } }).deleting.token } });
+		expect(removal).toEqual({
+			method: "deleteMany",
+			query: { _id: uwe.id, "deleting.token": (mark.update!.$set as Doc & { deleting: { token: string } }).deleting.token },
+		});
 		expect(collection("authors").docs).toEqual([]);
 	});
 

@@ -31,7 +31,11 @@ async function games(): Promise<Adapter> {
 	return adapter;
 }
 
-const lines = async () => (await readFile(path.join(dataDir, "games.db"), "utf8")).split("\n").filter(Boolean).map(line => JSON.parse(line));
+const lines = async () =>
+	(await readFile(path.join(dataDir, "games.db"), "utf8"))
+		.split("\n")
+		.filter(Boolean)
+		.map(line => JSON.parse(line));
 
 const ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
 const game = { _id: ID, title: "Tigris", age: 12, category: "01ARZ3NDEKTSV4RRFFQ69G5FAW", author: "01ARZ3NDEKTSV4RRFFQ69G5FAX" };

@@ -1,7 +1,14 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { compactionDue, cutTornTail, damagedFileText, escapeLineBreaks, firstUnreadableLine, tornTailText } from "../../lib/storage/nedb-files";
+import {
+	compactionDue,
+	cutTornTail,
+	damagedFileText,
+	escapeLineBreaks,
+	firstUnreadableLine,
+	tornTailText,
+} from "../../lib/storage/nedb-files";
 
 const dir = mkdtempSync(path.join(tmpdir(), "catalogue-nedb-files-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -72,7 +79,9 @@ describe("firstUnreadableLine", () => {
 });
 
 test("the texts name the file, the bytes, the copy, the line and what to do", () => {
-	expect(tornTailText("/data/games.db", { bytes: 17, copy: "/data/games.db.torn-x" })).toMatch(/17 bytes from the end of \/data\/games\.db.*kept in \/data\/games\.db\.torn-x\.$/);
+	expect(tornTailText("/data/games.db", { bytes: 17, copy: "/data/games.db.torn-x" })).toMatch(
+		/17 bytes from the end of \/data\/games\.db.*kept in \/data\/games\.db\.torn-x\.$/,
+	);
 	const damaged = damagedFileText("/data/games.db", 12);
 	expect(damaged).toContain("/data/games.db is damaged at line 12");
 	expect(damaged).toContain("Restore /data/games.db from a backup, or repair or remove line 12");

@@ -23,8 +23,18 @@ async function load(): Promise<NeDb> {
 }
 
 test("an index an older file records is dropped, and stays dropped after the next load", async () => {
-	const game = { _id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", title: "Tigris", age: 12, category: "01ARZ3NDEKTSV4RRFFQ69G5FAW", author: "01ARZ3NDEKTSV4RRFFQ69G5FAX" };
-	const lines = [{ $$indexCreated: { fieldName: "category", unique: false, sparse: false } }, { $$indexCreated: { fieldName: "author", unique: false, sparse: false } }, game];
+	const game = {
+		_id: "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		title: "Tigris",
+		age: 12,
+		category: "01ARZ3NDEKTSV4RRFFQ69G5FAW",
+		author: "01ARZ3NDEKTSV4RRFFQ69G5FAX",
+	};
+	const lines = [
+		{ $$indexCreated: { fieldName: "category", unique: false, sparse: false } },
+		{ $$indexCreated: { fieldName: "author", unique: false, sparse: false } },
+		game,
+	];
 	await writeFile(path.join(dataDir, "games.db"), lines.map(line => JSON.stringify(line)).join("\n") + "\n");
 	const before = await load();
 	expect(Object.keys(before.indexes).sort()).toEqual(["_id", "author", "category"]);

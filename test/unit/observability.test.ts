@@ -2,11 +2,21 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { format } from "node:util";
 import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { accessEntry } from "../../lib/http/access-log";
-import { jsonLogLine, loggerOptions, metricsOptions, textFields, tracingOptions, zipkinTraceId } from "../../lib/observability/observability";
+import {
+	jsonLogLine,
+	loggerOptions,
+	metricsOptions,
+	textFields,
+	tracingOptions,
+	zipkinTraceId,
+} from "../../lib/observability/observability";
 
 describe("broker options from the configuration", () => {
 	test("metrics: Prometheus on METRICS_PORT at /metrics, or nothing", () => {
-		expect(metricsOptions({ metricsPort: 3030 })).toEqual({ enabled: true, reporter: { type: "Prometheus", options: { port: 3030, path: "/metrics" } } });
+		expect(metricsOptions({ metricsPort: 3030 })).toEqual({
+			enabled: true,
+			reporter: { type: "Prometheus", options: { port: 3030, path: "/metrics" } },
+		});
 		expect(metricsOptions({ metricsPort: null })).toBeUndefined();
 	});
 
@@ -16,19 +26,26 @@ describe("broker options from the configuration", () => {
 	});
 
 	test("text lines print a plain object's fields as key=value, quoting values with spaces; anything else as util.inspect", () => {
-		expect(textFields({ requestId: "abc-123", url: "/game?title=a b", status: 200, gone: undefined })).toBe('requestId=abc-123 url="/game?title=a b" status=200');
+		expect(textFields({ requestId: "abc-123", url: "/game?title=a b", status: 200, gone: undefined })).toBe(
+			'requestId=abc-123 url="/game?title=a b" status=200',
+		);
 		expect(textFields([1, 2])).toBe("[ 1, 2 ]");
 	});
 
 	test("tracing: off, the console, or Zipkin at ZIPKIN_URL", () => {
 		expect(tracingOptions({ tracing: null })).toBeUndefined();
 		expect(tracingOptions({ tracing: { exporter: "console" } })).toEqual({ enabled: true, exporter: { type: "Console" } });
-		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as unknown as { exporter: { opts: { baseURL: string } } };
+		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as unknown as {
+			exporter: { opts: { baseURL: string } };
+		};
 		expect(zipkin.exporter.opts.baseURL).toBe("http://zipkin:9411");
 	});
 
 	test("a broker takes the Zipkin exporter and gives its spans Zipkin's ids", async () => {
-		const broker = new ServiceBroker({ logger: false, tracing: tracingOptions({ tracing: { exporter: "zipkin", url: "http://127.0.0.1:9" } }) });
+		const broker = new ServiceBroker({
+			logger: false,
+			tracing: tracingOptions({ tracing: { exporter: "zipkin", url: "http://127.0.0.1:9" } }),
+		});
 		const [exporter] = (broker.tracer as unknown as { exporter: { convertID(id: string): string }[] }).exporter;
 		expect(exporter.convertID("abc-123")).toBe(zipkinTraceId("abc-123"));
 		await broker.stop();
@@ -55,13 +72,19 @@ describe("the Stream logger", () => {
 		return lines.map(line => line.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/, "<time>"));
 	}
 
-	test.each(["text", "json"] as const)("prints in %s exactly what moleculer's console logger prints, warnings to stderr, without console", logFormat => {
-		const options = (loggerOptions({ logFormat }) as { options: object }).options;
-		const ours = printed(loggerOptions({ logFormat }));
-		const consoles = printed({ type: "Console", options });
-		expect(ours).toEqual(consoles.map(line => line.replace(/^console\.log/, "stdout").replace(/^console\.warn/, "stderr")));
-		expect(ours.slice(-2)).toEqual([expect.stringMatching(/^stdout .*request answered/), expect.stringMatching(/^stderr .*slow 12/)]);
-	});
+	test.each(["text", "json"] as const)(
+		"prints in %s exactly what moleculer's console logger prints, warnings to stderr, without console",
+		logFormat => {
+			const options = (loggerOptions({ logFormat }) as { options: object }).options;
+			const ours = printed(loggerOptions({ logFormat }));
+			const consoles = printed({ type: "Console", options });
+			expect(ours).toEqual(consoles.map(line => line.replace(/^console\.log/, "stdout").replace(/^console\.warn/, "stderr")));
+			expect(ours.slice(-2)).toEqual([
+				expect.stringMatching(/^stdout .*request answered/),
+				expect.stringMatching(/^stderr .*slow 12/),
+			]);
+		},
+	);
 });
 
 test("the Stream logger writes every secret it was given as ***, whoever logs it", () => {
@@ -69,7 +92,11 @@ test("the Stream logger writes every secret it was given as ***, whoever logs it
 	jest.spyOn(process.stdout, "write").mockImplementation(chunk => (lines.push(String(chunk)), true));
 	jest.spyOn(process.stderr, "write").mockImplementation(chunk => (lines.push(String(chunk)), true));
 	try {
-		const broker = new ServiceBroker({ nodeID: "node-1", logger: loggerOptions({ logFormat: "text" }, ["Pa55-w0rd", "abc"]), logLevel: "info" });
+		const broker = new ServiceBroker({
+			nodeID: "node-1",
+			logger: loggerOptions({ logFormat: "text" }, ["Pa55-w0rd", "abc"]),
+			logLevel: "info",
+		});
 		broker.getLogger("cacher").error(Object.assign(new Error("WRONGPASS"), { command: { name: "auth", args: ["Pa55-w0rd"] } }));
 		broker.getLogger("api").info("short secrets are left alone: abc");
 	} finally {
@@ -86,11 +113,20 @@ describe("jsonLogLine", () => {
 	const line = (args: unknown[]) => JSON.parse(jsonLogLine("info", args, bindings)[0]);
 
 	test("one JSON object: time, level, the logger's bindings, and the message", () => {
-		expect(line(["Broker started", 3, "services"])).toEqual({ time: expect.any(String), level: "info", ...bindings, msg: "Broker started 3 services" });
+		expect(line(["Broker started", 3, "services"])).toEqual({
+			time: expect.any(String),
+			level: "info",
+			...bindings,
+			msg: "Broker started 3 services",
+		});
 	});
 
 	test("a plain object logged first gives its keys as fields", () => {
-		expect(line([{ requestId: "abc-123", status: 200 }, "GET /game 200"])).toMatchObject({ requestId: "abc-123", status: 200, msg: "GET /game 200" });
+		expect(line([{ requestId: "abc-123", status: 200 }, "GET /game 200"])).toMatchObject({
+			requestId: "abc-123",
+			status: 200,
+			msg: "GET /game 200",
+		});
 	});
 
 	test("the logger's own keys win over a field of the same name", () => {
@@ -117,7 +153,8 @@ describe("zipkinTraceId", () => {
 });
 
 describe("accessEntry", () => {
-	const request = (more: object) => ({ method: "GET", url: "/game/catan", headers: { "x-request-id": "abc-123" }, ...more }) as unknown as IncomingMessage;
+	const request = (more: object) =>
+		({ method: "GET", url: "/game/catan", headers: { "x-request-id": "abc-123" }, ...more }) as unknown as IncomingMessage;
 	const answer = (more: object = {}) => ({ statusCode: 200, writableFinished: true, ...more }) as unknown as ServerResponse;
 
 	test("the request's id, method, URL, alias, status and time", () => {
@@ -133,6 +170,10 @@ describe("accessEntry", () => {
 	});
 
 	test("a request no alias matched is under path 'none'; one the client left is marked aborted", () => {
-		expect(accessEntry(request({}), answer({ statusCode: 404, writableFinished: false }), 1)).toMatchObject({ path: "none", status: 404, aborted: true });
+		expect(accessEntry(request({}), answer({ statusCode: 404, writableFinished: false }), 1)).toMatchObject({
+			path: "none",
+			status: 404,
+			aborted: true,
+		});
 	});
 });

@@ -27,7 +27,10 @@ describe("fastest-validator rules as JSON Schema", () => {
 
 	test("a whole number: an integer in range, or a numeric string", () => {
 		const schema = ruleSchema(wholeNumber(0, 99));
-		expect(schema.oneOf).toEqual([{ type: "integer", minimum: 0, maximum: 99 }, { type: "string", pattern: expect.any(String) }]);
+		expect(schema.oneOf).toEqual([
+			{ type: "integer", minimum: 0, maximum: 99 },
+			{ type: "string", pattern: expect.any(String) },
+		]);
 		const asText = new RegExp((schema.oneOf as { pattern?: string }[])[1].pattern!);
 		for (const good of ["12", " 7 ", "-1"]) expect(asText.test(good)).toBe(true);
 		for (const bad of ["", "abc", "0x10", "1e2"]) expect(asText.test(bad)).toBe(false);
@@ -35,11 +38,20 @@ describe("fastest-validator rules as JSON Schema", () => {
 
 	test("objects with their required fields, enums, arrays, booleans; a list of rules is one of them", () => {
 		const reference = referenceTo(texts.authorNotFound);
-		expect(ruleSchema(reference)).toEqual({ type: "object", properties: { id: expect.objectContaining({ type: "string", minLength: 1, pattern: ID_SHAPE.source }) }, required: ["id"] });
+		expect(ruleSchema(reference)).toEqual({
+			type: "object",
+			properties: { id: expect.objectContaining({ type: "string", minLength: 1, pattern: ID_SHAPE.source }) },
+			required: ["id"],
+		});
 		expect(ruleSchema({ type: "enum", values: ["id", "name"] })).toEqual({ enum: ["id", "name"] });
 		expect(ruleSchema({ type: "array", items: "string", max: 3 })).toEqual({ type: "array", items: { type: "string" }, maxItems: 3 });
 		expect(ruleSchema([{ type: "boolean" }, { type: "string" }])).toEqual({ oneOf: [{ type: "boolean" }, { type: "string" }] });
-		expect(isOptional([{ type: "string", optional: true }, { type: "array", optional: true }])).toBe(true);
+		expect(
+			isOptional([
+				{ type: "string", optional: true },
+				{ type: "array", optional: true },
+			]),
+		).toBe(true);
 		expect(isOptional([{ type: "string", optional: true }, { type: "array" }])).toBe(false);
 	});
 
@@ -52,7 +64,12 @@ describe("fastest-validator rules as JSON Schema", () => {
 	});
 
 	test("a query string or a path carries text only: a boolean or a list of ids is left out", () => {
-		expect(textRuleSchema([{ type: "string", empty: false }, { type: "array", items: "string" }])).toEqual({ type: "string", minLength: 1 });
+		expect(
+			textRuleSchema([
+				{ type: "string", empty: false },
+				{ type: "array", items: "string" },
+			]),
+		).toEqual({ type: "string", minLength: 1 });
 		expect(textRuleSchema({ type: "boolean", optional: true })).toBeUndefined();
 	});
 
@@ -71,22 +88,39 @@ describe("the OpenAPI document", () => {
 	test("change a validation rule and the document follows", () => {
 		expect(gameBody(openApiDocument(sources)).properties.title).toEqual(expect.objectContaining({ maxLength: 200 }));
 		const create = GamesService.actions!.create as { params: Record<string, unknown> };
-		const changed = { ...GamesService, actions: { ...GamesService.actions, create: { ...create, params: { ...create.params, title: text(50), year: wholeNumber(1900, 2100) } } } };
+		const changed = {
+			...GamesService,
+			actions: {
+				...GamesService.actions,
+				create: { ...create, params: { ...create.params, title: text(50), year: wholeNumber(1900, 2100) } },
+			},
+		};
 		const document = openApiDocument({ ...sources, params: { ...params, ...actionParams([changed]) } });
 		expect(gameBody(document).properties.title).toEqual(expect.objectContaining({ maxLength: 50 }));
-		expect(gameBody(document).properties.year).toEqual(expect.objectContaining({ oneOf: [{ type: "integer", minimum: 1900, maximum: 2100 }, expect.anything()] }));
+		expect(gameBody(document).properties.year).toEqual(
+			expect.objectContaining({ oneOf: [{ type: "integer", minimum: 1900, maximum: 2100 }, expect.anything()] }),
+		);
 	});
 
 	test("an alias whose action has no documentation entry throws, naming it", () => {
 		const routes = [{ path: "/", aliases: { ...routeAliases[0].aliases, "GET /game/orphans": "games.orphans" } }];
-		expect(() => openApiDocument({ ...sources, routes })).toThrow('"GET /game/orphans" leads to games.orphans, which has no entry in the documentation');
+		expect(() => openApiDocument({ ...sources, routes })).toThrow(
+			'"GET /game/orphans" leads to games.orphans, which has no entry in the documentation',
+		);
 	});
 
 	test("an alias becomes a path with its parameters; GET fields are query parameters, PUT fields the body", () => {
-		const document = paths(openApiDocument(sources)) as unknown as Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; operationId: string }>>;
+		const document = paths(openApiDocument(sources)) as unknown as Record<
+			string,
+			Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; operationId: string }>
+		>;
 		expect(document["/game/{id}"].put.parameters).toEqual([expect.objectContaining({ name: "id", in: "path" })]);
 		expect(document["/game/{id}"].put.requestBody).toBeDefined();
-		expect(document["/game"].get.parameters!.map(parameter => [parameter.name, parameter.in])).toEqual([["title", "query"], ["idCategory", "query"], ["If-None-Match", "header"]]);
+		expect(document["/game"].get.parameters!.map(parameter => [parameter.name, parameter.in])).toEqual([
+			["title", "query"],
+			["idCategory", "query"],
+			["If-None-Match", "header"],
+		]);
 		expect(document["/game/{query}"].get.operationId).toBe("games.list.query");
 		// `mapping` (a boolean of the batched get) cannot travel in a query string.
 		expect(document["/category/{id}"].get.parameters!.map(parameter => parameter.name)).toEqual(["id", "If-None-Match"]);
@@ -109,7 +143,10 @@ describe("the OpenAPI document", () => {
 	});
 
 	test("a validation example is what fastest-validator answers; an invalid example that passes is refused", () => {
-		const document = paths(openApiDocument(sources)) as unknown as Record<string, Record<string, { responses: Record<string, { content: Record<string, { examples: Record<string, { value: unknown }> }> }> }>>;
+		const document = paths(openApiDocument(sources)) as unknown as Record<
+			string,
+			Record<string, { responses: Record<string, { content: Record<string, { examples: Record<string, { value: unknown }> }> }> }>
+		>;
 		expect(document["/category"].put.responses[400].content["application/json"].examples.validation.value).toEqual({
 			msg: "The 'name' field is required.",
 			errors: [{ field: "name", message: "The 'name' field is required.", type: "required" }],

@@ -94,18 +94,27 @@ describe("pageableRule", () => {
 	test("the sort properties are the record's own fields", () => {
 		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "title" } })).toEqual([]);
 		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: [{ property: "age" }, { property: "id" }] })).toEqual([]);
-		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "name" } })).toContain("pageable.sort.property: enumValue");
-		expect(check(AUTHOR_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "age" } })).toContain("pageable.sort.property: enumValue");
+		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "name" } })).toContain(
+			"pageable.sort.property: enumValue",
+		);
+		expect(check(AUTHOR_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "age" } })).toContain(
+			"pageable.sort.property: enumValue",
+		);
 	});
 
 	test("a sort list has at most one order per field", () => {
 		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: Array(3).fill({ property: "title" }) })).toEqual([]);
-		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "title" }) })).toContain("pageable.sort: arrayMax");
+		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: Array(4).fill({ property: "title" }) })).toContain(
+			"pageable.sort: arrayMax",
+		);
 	});
 
 	test("both numbers are required, whole and in range", () => {
 		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: MAX_PAGE_SIZE })).toEqual([]);
 		expect(check(GAME_SORT.fields, { pageSize: 5 })).toEqual(["pageable.pageNumber: required"]);
-		expect(check(GAME_SORT.fields, { pageNumber: -1, pageSize: MAX_PAGE_SIZE + 1 })).toEqual(["pageable.pageNumber: numberMin", "pageable.pageSize: numberMax"]);
+		expect(check(GAME_SORT.fields, { pageNumber: -1, pageSize: MAX_PAGE_SIZE + 1 })).toEqual([
+			"pageable.pageNumber: numberMin",
+			"pageable.pageSize: numberMax",
+		]);
 	});
 });

@@ -28,7 +28,8 @@ async function probeUntil(port: number, status: number, timeoutMs = 10_000): Pro
 	for (;;) {
 		const answer = await probe(port);
 		if (answer?.status === status) return answer;
-		if (Date.now() > deadline) throw new Error(`the probe did not answer ${status} within ${timeoutMs} ms; last: ${JSON.stringify(answer)}`);
+		if (Date.now() > deadline)
+			throw new Error(`the probe did not answer ${status} within ${timeoutMs} ms; last: ${JSON.stringify(answer)}`);
 		await new Promise(resolve => setTimeout(resolve, 50));
 	}
 }
@@ -58,7 +59,10 @@ describe("readiness probe of a node without a transporter", () => {
 		broker.createService({ name: "slow", started: () => starting.opened, stopped: () => stopping.opened });
 		try {
 			const started = broker.start();
-			expect(await probeUntil(port, 503)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["node"], nodeID: "probe-local" } });
+			expect(await probeUntil(port, 503)).toEqual({
+				status: 503,
+				body: { status: "not ready", msg: texts.unavailable, waitingFor: ["node"], nodeID: "probe-local" },
+			});
 			expect(await probe(port, "/health/live")).toEqual({ status: 200, body: { status: "live", nodeID: "probe-local" } });
 			starting.open();
 			await started;
@@ -112,10 +116,16 @@ describe("readiness of a node with catalogue services", () => {
 		broker.createService(service("games", () => gamesStoreAnswers));
 		await broker.start();
 		try {
-			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["categories", "games"], nodeID: "probe-needs" } });
+			expect(await probe(port)).toEqual({
+				status: 503,
+				body: { status: "not ready", msg: texts.unavailable, waitingFor: ["categories", "games"], nodeID: "probe-needs" },
+			});
 			broker.createService(service("categories", () => true));
 			await broker.waitForServices("categories", 5000);
-			expect(await probe(port)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games"], nodeID: "probe-needs" } });
+			expect(await probe(port)).toEqual({
+				status: 503,
+				body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games"], nodeID: "probe-needs" },
+			});
 			gamesStoreAnswers = true;
 			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-needs" } });
 		} finally {
@@ -130,12 +140,21 @@ describe("the gateway's health paths", () => {
 		const broker = new ServiceBroker({ nodeID: "probe-gateway", logger: false, middlewares: [readinessProbe(probePort)] });
 		let gamesStoreAnswers = false;
 		for (const name of ["authors", "categories", "games"])
-			broker.createService({ name, actions: { ready: () => (name !== "games" || gamesStoreAnswers ? { status: "ready" } : Promise.reject(new Error("disk unavailable"))) } });
+			broker.createService({
+				name,
+				actions: {
+					ready: () =>
+						name !== "games" || gamesStoreAnswers ? { status: "ready" } : Promise.reject(new Error("disk unavailable")),
+				},
+			});
 		broker.createService(apiService({ ...config, port: gatewayPort }));
 		await broker.start();
 		const both = async (path: string) => [await probe(probePort, path), await probe(gatewayPort, path)];
 		try {
-			const notReady = { status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games"], nodeID: "probe-gateway" } };
+			const notReady = {
+				status: 503,
+				body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games"], nodeID: "probe-gateway" },
+			};
 			expect(await both("/health/ready")).toEqual([notReady, notReady]);
 			const live = { status: 200, body: { status: "live", nodeID: "probe-gateway" } };
 			expect(await both("/health/live")).toEqual([live, live]);
@@ -174,7 +193,12 @@ describe("readiness probe of a node in a cluster", () => {
 	/** Calls the probed node from its peer until a call gets through (bounded). */
 	async function reachableOverNats(timeoutMs = 20_000): Promise<void> {
 		const deadline = Date.now() + timeoutMs;
-		while (!(await peer.call("echo.hello", {}, { nodeID: "probe-cluster", timeout: 1000 }).then(() => true, () => false))) {
+		while (
+			!(await peer.call("echo.hello", {}, { nodeID: "probe-cluster", timeout: 1000 }).then(
+				() => true,
+				() => false,
+			))
+		) {
 			if (Date.now() > deadline) throw new Error(`probe-cluster was not reachable over NATS within ${timeoutMs} ms`);
 			await new Promise(resolve => setTimeout(resolve, 100));
 		}
@@ -187,7 +211,10 @@ describe("readiness probe of a node in a cluster", () => {
 	test("503 while the NATS server is down, 200 again once the node has reconnected", async () => {
 		await nats.stop();
 		try {
-			expect(await probeUntil(port, 503, 5000)).toEqual({ status: 503, body: { status: "not ready", msg: texts.unavailable, waitingFor: ["node"], nodeID: "probe-cluster" } });
+			expect(await probeUntil(port, 503, 5000)).toEqual({
+				status: 503,
+				body: { status: "not ready", msg: texts.unavailable, waitingFor: ["node"], nodeID: "probe-cluster" },
+			});
 		} finally {
 			// Back in any case: stopping a broker whose NATS connection is down fails half-way.
 			await nats.start();

@@ -1,5 +1,13 @@
 import { sampleCatalogue, type SampleCatalogue } from "../../scripts/sample-catalogue";
-import { missingAuthors, missingCategories, missingGames, SeedError, seedTarget, summary, type CatalogueContents } from "../../scripts/seed-plan";
+import {
+	missingAuthors,
+	missingCategories,
+	missingGames,
+	SeedError,
+	seedTarget,
+	summary,
+	type CatalogueContents,
+} from "../../scripts/seed-plan";
 
 const tiny: SampleCatalogue = {
 	categories: ["Eurogames", "Family"],
@@ -36,7 +44,11 @@ describe("the sample catalogue", () => {
 			expect(Number.isInteger(game.age) && game.age >= 0 && game.age <= 99).toBe(true);
 		}
 		// Non-empty and already trimmed, so what the service stores is what the seed compares.
-		for (const text of [...categories, ...authors.flatMap(author => [author.name, author.nationality]), ...games.map(game => game.title)])
+		for (const text of [
+			...categories,
+			...authors.flatMap(author => [author.name, author.nationality]),
+			...games.map(game => game.title),
+		])
 			expect(text).toMatch(/^\S(.*\S)?$/u);
 	});
 
@@ -78,7 +90,13 @@ describe("what is missing", () => {
 			authors: [{ id: "a3", name: "Reiner Knizia", nationality: "British" }, knizia, cathala],
 			// Ingenious by another Knizia is another game; Kingdomino by Cathala is there, whatever its age or category.
 			games: [
-				{ id: "g1", title: "Ingenious", age: 10, category: euro, author: { id: "a3", name: "Reiner Knizia", nationality: "British" } },
+				{
+					id: "g1",
+					title: "Ingenious",
+					age: 10,
+					category: euro,
+					author: { id: "a3", name: "Reiner Knizia", nationality: "British" },
+				},
 				{ id: "g2", title: "Kingdomino", age: 7, category: euro, author: cathala },
 			],
 		};
@@ -86,7 +104,11 @@ describe("what is missing", () => {
 	});
 
 	test("a game whose author was deleted (listed without one) does not count as the sample's", () => {
-		const catalogue = { categories: [euro, family], authors: [knizia, cathala], games: [{ id: "g1", title: "Ingenious", age: 10, category: euro }] };
+		const catalogue = {
+			categories: [euro, family],
+			authors: [knizia, cathala],
+			games: [{ id: "g1", title: "Ingenious", age: 10, category: euro }],
+		};
 		expect(missingGames(tiny, catalogue).map(game => game.title)).toEqual(["Ingenious", "Kingdomino"]);
 	});
 

@@ -14,7 +14,11 @@ const file = (name: string, text: string) => {
 describe("natsOptions", () => {
 	test.each([
 		["no credentials", "nats://nats:4222", { servers: ["nats:4222"] }],
-		["user and password, percent-decoded", "nats://catalogue:p%40ss%2Fw0rd@nats:4222", { servers: ["nats:4222"], user: "catalogue", pass: "p@ss/w0rd" }],
+		[
+			"user and password, percent-decoded",
+			"nats://catalogue:p%40ss%2Fw0rd@nats:4222",
+			{ servers: ["nats:4222"], user: "catalogue", pass: "p@ss/w0rd" },
+		],
 		["a token: a user with no password", "nats://s3cr3t@nats:4222", { servers: ["nats:4222"], token: "s3cr3t" }],
 		["several servers", "nats://u:p@n1:4222, nats://u:p@n2:4222", { servers: ["n1:4222", "n2:4222"], user: "u", pass: "p" }],
 		["tls:// asks for TLS", "tls://nats:4222", { servers: ["nats:4222"], tls: {} }],
@@ -24,15 +28,28 @@ describe("natsOptions", () => {
 
 	test("the TLS files are read into the options; an nkey seed becomes an authenticator", () => {
 		const seed = file("user.nk", "SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY\n");
-		const options = natsOptions("nats://nats:4222", { ca: file("ca.pem", "CA"), cert: file("cert.pem", "CERT"), key: file("key.pem", "KEY"), nkeySeed: seed });
+		const options = natsOptions("nats://nats:4222", {
+			ca: file("ca.pem", "CA"),
+			cert: file("cert.pem", "CERT"),
+			key: file("key.pem", "KEY"),
+			nkeySeed: seed,
+		});
 		expect(options.tls).toEqual({ ca: "CA", cert: "CERT", key: "KEY" });
 		expect(typeof options.authenticator).toBe("function");
 	});
 
 	test.each([
-		["a file that is not there, named by its variable", { ca: path.join(dir, "nowhere.pem") }, /^NATS_CA names .*nowhere\.pem, which cannot be read/],
+		[
+			"a file that is not there, named by its variable",
+			{ ca: path.join(dir, "nowhere.pem") },
+			/^NATS_CA names .*nowhere\.pem, which cannot be read/,
+		],
 		["a certificate without its key", { cert: file("only-cert.pem", "CERT") }, /NATS_CERT and NATS_KEY go together/],
-		["two ways to log in", { creds: file("a.creds", "x"), nkeySeed: file("b.nk", "y") }, /NATS_CREDS and NATS_NKEY_SEED are two ways to log in/],
+		[
+			"two ways to log in",
+			{ creds: file("a.creds", "x"), nkeySeed: file("b.nk", "y") },
+			/NATS_CREDS and NATS_NKEY_SEED are two ways to log in/,
+		],
 	])("refuses %s", (_case, files, message) => {
 		expect(() => natsOptions("nats://nats:4222", files)).toThrow(ConfigError);
 		expect(() => natsOptions("nats://nats:4222", files)).toThrow(message);
