@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { SERVICE_NAMES } from "../lib/catalogue/services";
 import { send } from "./http";
 import type { Pinning } from "./machine";
 import { accepts, freePort, startChild, waitUntil, type Child } from "./processes";
@@ -118,12 +119,12 @@ async function startNats(pinning: Pinning): Promise<{ url: string; server: Child
 	return { url: `nats://127.0.0.1:${port}`, server };
 }
 
-/** Four nodes (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache. */
+/** A node per catalogue service (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache. */
 export async function startDistributed(pinning: Pinning, redisUrl: string | undefined, profileDir?: string): Promise<Target> {
 	const nats = await startNats(pinning);
 	const port = await freePort();
 	const shared = { TRANSPORTER: nats.url, NAMESPACE: `bench-${randomUUID()}`, ...(redisUrl && { REDIS_URL: redisUrl }) };
-	const nodes = ["api", "authors", "categories", "games"].map(service =>
+	const nodes = SERVICE_NAMES.map(service =>
 		startNode(service, pinning, profileDir, { ...shared, SERVICES: service, ...(service === "api" && { PORT: String(port) }) }),
 	);
 	const processes = [...nodes, nats.server];
