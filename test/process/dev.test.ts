@@ -108,7 +108,7 @@ describe("npm run dev: rebuild on change, hot reload, the REPL", () => {
 			writeFileSync(service, source.replace(fields, 'fields: ["id", "name"]'));
 
 			await until("dev rebuilt", dev, () =>
-				/\[dev\] services\/authors\.service\.ts changed: rebuilt in \d+ ms\n/.test(dev!.output()) ? true : undefined,
+				/\[dev\] rebuilt (.+, )?dist\/services\/authors\.service\.js(, .+)? in \d+ ms\n/.test(dev!.output()) ? true : undefined,
 			);
 			await until("the authors service reloaded", dev, () =>
 				dev!.output().includes("Hot reload 'authors' service") ? true : undefined,
@@ -125,7 +125,7 @@ describe("npm run dev: rebuild on change, hot reload, the REPL", () => {
 			// A type error is printed with the rebuild (tsc emits anyway, as `npm run build` does).
 			writeFileSync(service, `${readFileSync(service, "utf8")}\nexport const notANumber: number = "dev test";\n`);
 			await until("the type error reported", dev, () =>
-				/changed: rebuilt in \d+ ms, with errors:\n.*error TS2322/.test(dev!.output()) ? true : undefined,
+				/\[dev\] rebuilt .* in \d+ ms, with errors:\n.*error TS2322/.test(dev!.output()) ? true : undefined,
 			);
 
 			// The REPL has the terminal's input: quit stops the services, and dev with them.
