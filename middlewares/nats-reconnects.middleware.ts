@@ -21,10 +21,11 @@ export const natsReconnects: Middleware = {
 	name: "NatsReconnects",
 	started(broker: ServiceBroker) {
 		const client = natsClient(broker);
-		if (!client || !broker.metrics.isEnabled()) return;
+		if (!client || !broker.metrics.isEnabled()) return Promise.resolve();
 		broker.metrics.register({ name: NATS_RECONNECTS, type: "counter", unit: "reconnect", description: "NATS reconnects" });
 		void (async () => {
 			for await (const { type } of client.status()) if (type === "reconnect") broker.metrics.increment(NATS_RECONNECTS);
 		})();
+		return Promise.resolve();
 	},
 };
