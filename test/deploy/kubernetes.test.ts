@@ -72,12 +72,12 @@ describe("deploy/kubernetes", () => {
 	}
 
 	const layouts = { base: render("base"), production: render("overlays/production") };
-	const data = render("data");
+	const engines = render("engines");
 	const monitoring = render("monitoring");
 
 	test("every rendered object validates against the Kubernetes API's schemas (kubernetes-models 5.1.0)", () => {
 		// MongoDBCommunity is the MongoDB operator's kind: no schema of it is packaged on npm.
-		const objects = [...layouts.base, ...layouts.production, ...data, ...monitoring].filter(
+		const objects = [...layouts.base, ...layouts.production, ...engines, ...monitoring].filter(
 			object => object.kind !== "MongoDBCommunity",
 		);
 		const problems = schemaProblems(objects);
@@ -244,18 +244,18 @@ describe("deploy/kubernetes", () => {
 	});
 
 	test("Redis and MongoDB: pinned images, credentials by reference, a three-member replica set", () => {
-		expect(ofKind(data, "Secret")).toEqual([]);
-		const redis = ofKind(data, "Deployment")[0].spec.template.spec.containers[0];
+		expect(ofKind(engines, "Secret")).toEqual([]);
+		const redis = ofKind(engines, "Deployment")[0].spec.template.spec.containers[0];
 		expect(redis.image).toMatch(/^redis:\d+\.\d+/);
 		expect(redis.env.every((variable: any) => variable.valueFrom?.secretKeyRef)).toBe(true);
 		expect(redis.args).toEqual(expect.arrayContaining(["--requirepass", "$(REDIS_PASSWORD)", "--maxmemory-policy", "volatile-lru"]));
-		const [mongodb] = ofKind(data, "MongoDBCommunity");
+		const [mongodb] = ofKind(engines, "MongoDBCommunity");
 		expect(mongodb.spec).toMatchObject({ type: "ReplicaSet", members: 3, version: expect.stringMatching(/^5\.0\.\d+$/) });
 		expect(mongodb.spec.users[0].roles).toEqual([{ name: "readWrite", db: "catalogue" }]);
 	});
 
 	test("no image anywhere is :latest or untagged", () => {
-		const images = [...layouts.base, ...layouts.production, ...data]
+		const images = [...layouts.base, ...layouts.production, ...engines]
 			.flatMap(object => object.spec?.template?.spec?.containers ?? [])
 			.map((container: any) => container.image as string);
 		for (const name of images) expect(name).toMatch(/:(?!latest$)[\w.-]+$|@sha256:[0-9a-f]{64}$/);
