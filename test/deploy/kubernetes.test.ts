@@ -58,7 +58,7 @@ const imageEnv = Object.fromEntries(
 const available = existsSync(KUBECTL);
 if (!available && process.env.CI !== "true") {
 	const line = "!".repeat(72);
-	console.warn([line, `!!! ${NOT_RUN}`, "!!! Install kubectl 1.27 or newer, or set KUBECTL_PATH.", line].join("\n"));
+	console.warn([line, `!!! ${NOT_RUN}`, "!!! Install kubectl (with kustomize 5), or set KUBECTL_PATH.", line].join("\n"));
 }
 
 describe("deploy/kubernetes", () => {
