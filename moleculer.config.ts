@@ -6,6 +6,7 @@ import { natsFiles, natsOptions } from "./lib/config/transporter";
 import { hideCredentials, secretsIn } from "./lib/config/uris";
 import { describeStorage } from "./lib/storage/adapter";
 import { drainGateway } from "./middlewares/drain.middleware";
+import { natsReconnects } from "./middlewares/nats-reconnects.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
 import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
@@ -55,6 +56,7 @@ const brokerOptions: BrokerOptions = {
 		drainGateway(config.requestTimeoutMs),
 		noSecretsInOptions,
 		remoteReadsCache,
+		natsReconnects,
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },

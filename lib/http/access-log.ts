@@ -2,9 +2,9 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Logger, MetricRegistry } from "moleculer";
 
 /** HTTP requests answered, per method, alias path and status (Prometheus: catalogue_http_requests_total). */
-const HTTP_REQUESTS = "catalogue.http.requests.total";
+export const HTTP_REQUESTS = "catalogue.http.requests.total";
 /** How long the answers took, in milliseconds, with the same labels (catalogue_http_request_time). */
-const HTTP_REQUEST_TIME = "catalogue.http.request.time";
+export const HTTP_REQUEST_TIME = "catalogue.http.request.time";
 
 /** The `path` label of a request no alias matched (a 404, or one refused before routing). */
 const UNROUTED = "none";
