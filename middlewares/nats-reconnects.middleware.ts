@@ -23,9 +23,10 @@ export const natsReconnects: Middleware = {
 		const client = natsClient(broker);
 		if (!client || !broker.metrics.isEnabled()) return Promise.resolve();
 		broker.metrics.register({ name: NATS_RECONNECTS, type: "counter", unit: "reconnect", description: "NATS reconnects" });
+		// The stream ends when the connection closes; a failure of it ends the count, never the node.
 		void (async () => {
 			for await (const { type } of client.status()) if (type === "reconnect") broker.metrics.increment(NATS_RECONNECTS);
-		})();
+		})().catch((err: Error) => broker.logger.warn(`NATS reconnects are no longer counted: ${err.message}`));
 		return Promise.resolve();
 	},
 };
