@@ -38,9 +38,9 @@ function watchSources() {
 		else if (file) written.push(path.relative(root, file));
 		else if (found) {
 			const took = `in ${Math.round(performance.now() - started)} ms`;
-			const what = first
-				? `built ${took}; watching the sources of tsconfig.build.json`
-				: `rebuilt ${written.join(", ") || "nothing"} ${took}`;
+			const files = written.join(", ") || "nothing";
+			// The first pass writes what changed since `npm run build`: usually nothing.
+			const what = first ? `built ${files} ${took}; watching the sources of tsconfig.build.json` : `rebuilt ${files} ${took}`;
 			say(found[1] === "0" ? what : `${what}, with errors:\n${errors.join("\n")}`);
 			first = false;
 		} else if (line.trim() !== "" && !line.startsWith("TSFILE: ")) errors.push(line);

@@ -99,6 +99,8 @@ describe("npm run dev: rebuild on change, hot reload, the REPL", () => {
 				return answer.status === 200 ? ((await answer.json()) as { author: Record<string, unknown> }).author : undefined;
 			};
 			expect(await until("the gateway creates an author", dev, created)).toHaveProperty("nationality", "German");
+			// tsc's first pass in watch mode over: from here on, a change is a rebuild of its own.
+			await until("the watcher ready", dev, () => (/\[dev\] built .*; watching the sources/.test(dev!.output()) ? true : undefined));
 
 			// The authors service stops showing nationality: its built file changes, and only it is reloaded.
 			const service = path.join(copy, "services/authors.service.ts");
