@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { LOOPBACK_SERVER, signedCertificates } from "../support/certificates";
 import { freePort, listening, startNode, startProcess } from "../support/process";
 import { startRedis, type RedisServer } from "../support/redis";
 
@@ -57,42 +58,7 @@ test("a wrong password: the node exits with 1, saying it cannot read the cache g
 
 test("rediss://: a node caches in a Redis that speaks only TLS, trusting its CA through NODE_EXTRA_CA_CERTS", async () => {
 	const dir = mkdtempSync(path.join(tmpdir(), "catalogue-rediss-"));
-	const file = (name: string) => path.join(dir, name);
-	const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-	openssl(
-		"req",
-		"-x509",
-		"-newkey",
-		"rsa:2048",
-		"-nodes",
-		"-days",
-		"1",
-		"-subj",
-		"/CN=test CA",
-		"-keyout",
-		file("ca-key.pem"),
-		"-out",
-		file("ca.pem"),
-	);
-	openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", file("key.pem"), "-out", file("server.csr"));
-	writeFileSync(file("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-	openssl(
-		"x509",
-		"-req",
-		"-in",
-		file("server.csr"),
-		"-CA",
-		file("ca.pem"),
-		"-CAkey",
-		file("ca-key.pem"),
-		"-CAcreateserial",
-		"-days",
-		"1",
-		"-extfile",
-		file("ext"),
-		"-out",
-		file("cert.pem"),
-	);
+	const pem = signedCertificates(dir, [LOOPBACK_SERVER]);
 	const port = await freePort();
 	const server = spawn(
 		"redis-server",
@@ -102,11 +68,11 @@ test("rediss://: a node caches in a Redis that speaks only TLS, trusting its CA 
 			"--tls-port",
 			String(port),
 			"--tls-cert-file",
-			file("cert.pem"),
+			pem("server"),
 			"--tls-key-file",
-			file("key.pem"),
+			pem("server-key"),
 			"--tls-ca-cert-file",
-			file("ca.pem"),
+			pem("ca"),
 			"--tls-auth-clients",
 			"no",
 			"--requirepass",
@@ -122,14 +88,14 @@ test("rediss://: a node caches in a Redis that speaks only TLS, trusting its CA 
 	try {
 		await listening(port, failed, 10_000, () => `redis-server with TLS did not listen on ${port}`);
 		const url = `rediss://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}/0`;
-		const node = await startProcess({ STORAGE: "memory", REDIS_URL: url, NODE_EXTRA_CA_CERTS: file("ca.pem") });
+		const node = await startProcess({ STORAGE: "memory", REDIS_URL: url, NODE_EXTRA_CA_CERTS: pem("ca") });
 		try {
 			await node.api.author("Vital Lacerda", "Portuguese");
 			expect((await node.api.get("/author")).status).toBe(200);
 		} finally {
 			await node.stop();
 		}
-		const client = new Redis(url, { tls: { ca: readFileSync(file("ca.pem")) } });
+		const client = new Redis(url, { tls: { ca: readFileSync(pem("ca")) } });
 		try {
 			expect((await client.keys("MOL-*")).length).toBeGreaterThan(0);
 		} finally {

@@ -1,8 +1,8 @@
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createUser } from "nkeys.js";
+import { LOOPBACK_SERVER, signedCertificates } from "../support/certificates";
 import { startNats, type NatsServer } from "../support/nats";
 import { startNode, startProcess, type Node } from "../support/process";
 
@@ -97,61 +97,14 @@ test("an nkey seed in NATS_NKEY_SEED logs in as that nkey user", async () => {
 }, 40_000);
 
 describe("TLS with a CA and client certificates the test makes (openssl)", () => {
-	const pem = (name: string) => path.join(dir, `${name}.pem`);
-	const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+	let pem: (name: string) => string;
 	let server: NatsServer;
 
 	beforeAll(async () => {
-		openssl(
-			"req",
-			"-x509",
-			"-newkey",
-			"rsa:2048",
-			"-nodes",
-			"-days",
-			"1",
-			"-subj",
-			"/CN=catalogue test CA",
-			"-keyout",
-			pem("ca-key"),
-			"-out",
-			pem("ca"),
-		);
-		for (const [name, subject, extension] of [
-			["server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-			["client", "/CN=catalogue-node", "extendedKeyUsage=clientAuth"],
-		]) {
-			openssl(
-				"req",
-				"-newkey",
-				"rsa:2048",
-				"-nodes",
-				"-subj",
-				subject,
-				"-keyout",
-				pem(`${name}-key`),
-				"-out",
-				path.join(dir, `${name}.csr`),
-			);
-			writeFileSync(path.join(dir, `${name}.ext`), `${extension}\n`);
-			openssl(
-				"x509",
-				"-req",
-				"-in",
-				path.join(dir, `${name}.csr`),
-				"-CA",
-				pem("ca"),
-				"-CAkey",
-				pem("ca-key"),
-				"-CAcreateserial",
-				"-days",
-				"1",
-				"-extfile",
-				path.join(dir, `${name}.ext`),
-				"-out",
-				pem(name),
-			);
-		}
+		pem = signedCertificates(dir, [
+			LOOPBACK_SERVER,
+			{ name: "client", subject: "/CN=catalogue-node", extension: "extendedKeyUsage=clientAuth" },
+		]);
 		expect(readFileSync(pem("client"), "utf8")).toContain("BEGIN CERTIFICATE");
 		server = await natsWith(
 			"tls",
