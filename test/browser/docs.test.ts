@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { actionCounter } from "../support/calls";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { runsWith } from "../support/not-run";
 
 // The docs page (GET /docs) in a real headless Chromium: it loads without a console error or a
 // failed request under its Content-Security-Policy, lists every operation of /openapi.json, and
@@ -37,22 +38,9 @@ function watch(page: Page): string[] {
 	return problems;
 }
 
-const available = existsSync(CHROMIUM);
-
-if (!available && process.env.CI !== "true") {
-	const line = "!".repeat(72);
-	console.warn([line, `!!! ${NOT_RUN}`, "!!! Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.", line].join("\n"));
-}
-
 describe("the docs page in Chromium", () => {
-	if (!available) {
-		if (process.env.CI === "true")
-			test("runs in Chromium", () => {
-				throw new Error(`${NOT_RUN}; under CI=true it must run.`);
-			});
-		else test.skip(NOT_RUN, () => undefined);
-		return;
-	}
+	const hint = "Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.";
+	if (!runsWith(existsSync(CHROMIUM), { notRun: NOT_RUN, hint, name: "runs in Chromium" })) return;
 
 	const counter = actionCounter();
 	let catalogue: Catalogue;

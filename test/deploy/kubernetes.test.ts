@@ -9,6 +9,7 @@ import { NATS_RECONNECTS } from "../../middlewares/nats-reconnects.middleware";
 import brokerOptions from "../../moleculer.config";
 import { METRIC } from "moleculer";
 import { dockerfileStages } from "../support/dockerfile";
+import { runsWith } from "../support/not-run";
 
 // deploy/kubernetes (docs/kubernetes.md), rendered with kubectl's kustomize as an operator would,
 // every object checked against the Kubernetes API's schemas, and what a reviewer checks by hand.
@@ -55,21 +56,9 @@ const imageEnv = Object.fromEntries(
 		.flatMap(([, args]) => [...args.matchAll(/(\w+)=(\S+)/g)].map(([, key, value]) => [key, value])),
 );
 
-const available = existsSync(KUBECTL);
-if (!available && process.env.CI !== "true") {
-	const line = "!".repeat(72);
-	console.warn([line, `!!! ${NOT_RUN}`, "!!! Install kubectl (with kustomize 5), or set KUBECTL_PATH.", line].join("\n"));
-}
-
 describe("deploy/kubernetes", () => {
-	if (!available) {
-		if (process.env.CI === "true")
-			test("renders with kubectl", () => {
-				throw new Error(`${NOT_RUN}; under CI=true it must run.`);
-			});
-		else test.skip(NOT_RUN, () => undefined);
-		return;
-	}
+	const hint = "Install kubectl (with kustomize 5), or set KUBECTL_PATH.";
+	if (!runsWith(existsSync(KUBECTL), { notRun: NOT_RUN, hint, name: "renders with kubectl" })) return;
 
 	const layouts = { base: render("base"), production: render("overlays/production") };
 	const engines = render("engines");

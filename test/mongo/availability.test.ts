@@ -1,5 +1,6 @@
 import { readConfig } from "../../lib/config/config";
 import { describeStorage } from "../../lib/storage/adapter";
+import { notRunBanner } from "../support/not-run";
 import { testDatabaseName, withDatabase } from "./database";
 
 // The MongoDB project runs the whole HTTP contract against MONGO_URI. Without one it cannot run,
@@ -21,10 +22,7 @@ describe("the MongoDB contract suite", () => {
 			throw new Error(`${NOT_RUN}. Under CI=true give MONGO_URI, or set CATALOGUE_NO_MONGODB to the reason there is none.`);
 		});
 	} else {
-		const line = "!".repeat(72);
-		console.warn(
-			[line, `!!! ${NOT_RUN}`, `!!! ${excuse ?? "Set MONGO_URI=mongodb://... to run it (see test/README.md)."}`, line].join("\n"),
-		);
+		console.warn(notRunBanner(NOT_RUN, excuse ?? "Set MONGO_URI=mongodb://... to run it (see test/README.md)."));
 		test.skip(NOT_RUN, () => undefined);
 	}
 });
