@@ -78,11 +78,15 @@ function wholeNumber(name: string, value: string, min: number, max: number): num
 	return number;
 }
 
-function serviceList(value: string | undefined): ServiceName[] {
-	const names = (value ?? "")
+/** The items of a comma-separated value, trimmed, without empty ones. */
+const commaList = (value: string | undefined) =>
+	(value ?? "")
 		.split(",")
-		.map(name => name.trim())
+		.map(item => item.trim())
 		.filter(Boolean);
+
+function serviceList(value: string | undefined): ServiceName[] {
+	const names = commaList(value);
 	if (names.length === 0) return [...SERVICE_NAMES];
 	return names.map(name => oneOf("SERVICES", name, SERVICE_NAMES));
 }
@@ -95,10 +99,7 @@ function mongoUri(value: string | undefined): string | null {
 
 /** `*`, or origins such as `https://app.example.com` (moleculer-web also takes `*` inside one). */
 function corsOrigins(value: string | undefined): string[] {
-	const origins = (value ?? "")
-		.split(",")
-		.map(origin => origin.trim())
-		.filter(Boolean);
+	const origins = commaList(value);
 	for (const origin of origins)
 		if (origin !== "*" && !/^https?:\/\/[^/?#\s]+$/.test(origin))
 			throw new ConfigError(`CORS_ORIGINS must list origins such as https://app.example.com, or *; got "${origin}"`);
