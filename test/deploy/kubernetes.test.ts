@@ -187,6 +187,22 @@ describe("deploy/kubernetes", () => {
 			for (const { labels } of pods) {
 				const matching = budgets.filter(budget => selects(budget.spec.selector, labels));
 				expect(matching.map(budget => budget.spec.maxUnavailable)).toEqual([1]);
+				// An unready pod (a service it needs is down) must not block a node drain.
+				expect(matching.map(budget => budget.spec.unhealthyPodEvictionPolicy)).toEqual(["AlwaysAllow"]);
+			}
+		});
+
+		test("the replicas of each service spread over nodes and zones", () => {
+			for (const deployment of deployments) {
+				const spread = deployment.spec.template.spec.topologySpreadConstraints ?? [];
+				expect(spread.map((constraint: any) => constraint.topologyKey)).toEqual([
+					"kubernetes.io/hostname",
+					"topology.kubernetes.io/zone",
+				]);
+				for (const constraint of spread) {
+					expect(selects(constraint.labelSelector, deployment.spec.template.metadata.labels)).toBe(true);
+					expect(constraint.matchLabelKeys).toContain("app.kubernetes.io/component");
+				}
 			}
 		});
 
@@ -244,6 +260,31 @@ describe("deploy/kubernetes", () => {
 		expect(mongodb.spec.users[0].roles).toEqual([{ name: "readWrite", db: "catalogue" }]);
 	});
 
+	test("catalogue-data admits only the catalogue (on the engines' ports), the engines themselves and Prometheus", () => {
+		const policies = ofKind(engines, "NetworkPolicy");
+		const enginePods = ofKind(engines, "Deployment").map(deployment => deployment.spec.template.metadata.labels);
+		expect(policies.some(policy => Object.keys(policy.spec.podSelector).length === 0 && !policy.spec.ingress)).toBe(true);
+		const fromNamespace = (name: string) =>
+			policies.flatMap(policy =>
+				(policy.spec.ingress ?? []).filter((rule: any) =>
+					rule.from.some((peer: any) => peer.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] === name),
+				),
+			);
+		expect(fromNamespace("catalogue").flatMap((rule: any) => rule.ports.map((port: any) => port.port))).toEqual([4222, 6379, 27017]);
+		expect(fromNamespace("monitoring").flatMap((rule: any) => rule.ports.map((port: any) => port.port))).toEqual([7777]);
+		for (const labels of enginePods) expect(policies.every(policy => selects(policy.spec.podSelector, labels))).toBe(true);
+		const [namespace] = ofKind(engines, "Namespace");
+		expect(namespace.metadata.labels?.["pod-security.kubernetes.io/enforce"]).toBe("baseline");
+	});
+
+	test("the PodMonitor scrapes every catalogue pod's metrics port, labelled for kube-prometheus-stack's selector", () => {
+		const [monitor] = ofKind(monitoring, "PodMonitor");
+		expect(monitor.metadata.labels).toEqual({ release: "kube-prometheus-stack" });
+		expect(monitor.spec.podMetricsEndpoints.map((endpoint: any) => endpoint.port)).toEqual(["metrics"]);
+		for (const deployment of ofKind(layouts.base, "Deployment"))
+			expect(selects(monitor.spec.selector, deployment.spec.template.metadata.labels)).toBe(true);
+	});
+
 	test("no image anywhere is :latest or untagged", () => {
 		const images = [...layouts.base, ...layouts.production, ...engines]
 			.flatMap(object => object.spec?.template?.spec?.containers ?? [])
@@ -279,7 +320,17 @@ describe("the Helm charts of NATS and MongoDB's operator", () => {
 		expect(values.config.merge.max_payload).toBe(`<< ${maxPayload} >>`);
 		expect(values.config.merge.authorization).toEqual({ user: "<< $NATS_USER >>", password: "<< $NATS_PASSWORD >>" });
 		expect(values.container.image.tag).toMatch(/^\d+\.\d+\.\d+-alpine$/);
-		for (const variable of Object.values<any>(values.container.env)) expect(variable.valueFrom.secretKeyRef.name).toBe("nats-auth");
+		for (const variable of ["NATS_USER", "NATS_PASSWORD"])
+			expect(values.container.env[variable].valueFrom.secretKeyRef.name).toBe("nats-auth");
+		// Room for messages of max_payload in flight, and Go's heap kept under the limit.
+		const mib = (quantity: string) => Number(/^(\d+)(Mi|Gi)B?$/.exec(quantity)![1]) * (quantity.includes("Gi") ? 1024 : 1);
+		expect(mib(values.container.resources.limits.memory)).toBeGreaterThanOrEqual(1024);
+		expect(mib(values.container.env.GOMEMLIMIT)).toBeLessThan(mib(values.container.resources.limits.memory));
+		// Its exporter is scraped by kube-prometheus-stack, as the catalogue's pods are.
+		expect(values.promExporter.podMonitor).toEqual({
+			enabled: true,
+			merge: { metadata: { labels: { release: "kube-prometheus-stack" } } },
+		});
 	});
 });
 
