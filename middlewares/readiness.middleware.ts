@@ -1,24 +1,16 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
+import type { NatsConnection } from "nats";
 import { texts } from "../lib/catalogue/errors";
 import { needs } from "../lib/catalogue/services";
+import { natsConnection } from "../lib/config/transporter";
 import { healthAnswer, isHealthPath, type HealthPath, type Readiness } from "../lib/http/health";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
 
-interface NatsConnection {
-	rtt(): Promise<number>;
-}
-
-/** The connection under moleculer's NATS transporter, when that is the transporter in use. */
-function natsConnection(broker: ServiceBroker): NatsConnection | undefined {
-	const client = (broker.transit?.tx as { client?: Partial<NatsConnection> } | undefined)?.client;
-	return typeof client?.rtt === "function" ? (client as NatsConnection) : undefined;
-}
-
 /** Whether NATS answers a round trip in time; `rtt()` fails at once while the client is disconnected. */
-function natsAnswers(connection: NatsConnection): Promise<boolean> {
+function natsAnswers(connection: Pick<NatsConnection, "rtt">): Promise<boolean> {
 	let timer: NodeJS.Timeout | undefined;
 	const late = new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(false), RTT_TIMEOUT_MS)));
 	const answered = connection.rtt().then(

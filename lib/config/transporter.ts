@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { credsAuthenticator, nkeyAuthenticator, type Authenticator } from "nats";
+import type { ServiceBroker } from "moleculer";
+import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NatsConnection } from "nats";
 import { ConfigError } from "./config";
 
 /**
@@ -86,4 +87,10 @@ export function natsOptions(transporter: string, files: NatsFiles): NatsOptions 
 	if ((cert === undefined) !== (key === undefined)) throw new ConfigError("NATS_CERT and NATS_KEY go together: set both or neither");
 	if (tls || ca || cert) options.tls = { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) };
 	return options;
+}
+
+/** The nats.js connection under moleculer's NATS transporter, when that is the transporter in use. */
+export function natsConnection(broker: ServiceBroker): NatsConnection | undefined {
+	const client = (broker.transit?.tx as { client?: Partial<NatsConnection> } | undefined)?.client;
+	return typeof client?.rtt === "function" ? (client as NatsConnection) : undefined;
 }
