@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { TopLevelSpec } from "vega-lite";
-import { TARGETS, type GrowthResult, type ScenarioResult, type TargetName } from "./table";
+import { TARGETS, wholeNumber, type GrowthResult, type ScenarioResult, type TargetName } from "./table";
 
 // The two charts of docs/performance.md, drawn by vega-lite (compiled to a vega spec) and rendered
 // to SVG by vega's headless view: no canvas, no browser.
@@ -17,8 +17,6 @@ const CONFIG = {
 	axis: { labelFontSize: 11, titleFontSize: 12 },
 	legend: { orient: "top", labelLimit: 300 },
 } as const;
-
-const thousands = (value: number) => Math.round(value).toLocaleString("en-US");
 
 /** A bar of the throughput chart: one target's requests per second in one scenario. */
 interface Bar {
@@ -36,7 +34,7 @@ function throughputBars(results: ScenarioResult[]): Bar[] {
 			if (!measured || measured.failures) return [];
 			const ceiling = runs.ceiling && !runs.ceiling.failures ? runs.ceiling.rps : undefined;
 			const share = run !== "ceiling" && ceiling ? ` (${((measured.rps / ceiling) * 100).toFixed(0)}%)` : "";
-			return [{ scenario: scenario.name, run, rps: measured.rps, label: `${thousands(measured.rps)}${share}` }];
+			return [{ scenario: scenario.name, run, rps: measured.rps, label: `${wholeNumber(measured.rps)}${share}` }];
 		}),
 	);
 }
@@ -120,7 +118,7 @@ function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
 			const value = step[key];
 			return value === undefined
 				? []
-				: [{ panel: "throughput" as const, series, run: step.target, games: step.games, value, label: thousands(value) }];
+				: [{ panel: "throughput" as const, series, run: step.target, games: step.games, value, label: wholeNumber(value) }];
 		}),
 	]);
 }
@@ -183,7 +181,7 @@ function growthSpec(growth: GrowthResult[]): TopLevelSpec {
 	const targets = TARGETS.filter(name => growth.some(step => step.target === name));
 	const failed = growth
 		.filter(step => step.error)
-		.map(step => `${step.target}${step.games > 0 ? ` at ${thousands(step.games)} games` : ""}: ${step.error}`);
+		.map(step => `${step.target}${step.games > 0 ? ` at ${wholeNumber(step.games)} games` : ""}: ${step.error}`);
 	return {
 		$schema: "https://vega.github.io/schema/vega-lite/v6.json",
 		title: {

@@ -17,7 +17,8 @@ export interface Table {
 	right: boolean[];
 }
 
-const rps = (value: number) => Math.round(value).toLocaleString("en-US");
+/** A number as the tables and charts print it: whole, with thousands separators. */
+export const wholeNumber = (value: number) => Math.round(value).toLocaleString("en-US");
 const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 const share = (value: number) => `${(value * 100).toFixed(1)}%`;
 
@@ -40,7 +41,8 @@ export function mainTable(results: ScenarioResult[]): Table {
 		const { ceiling, embedded, distributed } = runs;
 		for (const name of TARGETS) {
 			const measured = runs[name];
-			const numbers = measured && !measured.failures ? [rps(measured.rps), ms(measured.p50), ms(measured.p99)] : ["—", "—", "—"];
+			const numbers =
+				measured && !measured.failures ? [wholeNumber(measured.rps), ms(measured.p50), ms(measured.p99)] : ["—", "—", "—"];
 			const first = name === "ceiling" ? [scenario.name, `${answerBytes.toLocaleString("en-US")} B`] : ["", ""];
 			if (name === "ceiling") {
 				rows.push([...first, name, ...numbers, "", "", "", measured ? (refusal(measured) ?? "") : "not run"]);
@@ -105,8 +107,8 @@ export function growthTable(results: GrowthResult[]): Table {
 			perMb(meanMs),
 			coldMs === undefined ? "—" : coldMs.toFixed(0),
 			perMb(coldMs),
-			createRps === undefined ? "—" : rps(createRps),
-			updateRps === undefined ? "—" : rps(updateRps),
+			createRps === undefined ? "—" : wholeNumber(createRps),
+			updateRps === undefined ? "—" : wholeNumber(updateRps),
 			memory.map(({ name, bytes }) => `${name} ${bytes === null ? "gone" : mb(bytes)}`).join(", "),
 			error ?? "",
 		]);
