@@ -105,22 +105,22 @@ const WRITES = [
 	["updateRps", "PUT /game/{id} (update)"],
 ] as const;
 
+/** Each panel's measures of a growth step, and how a point of it is labelled. */
+const PANELS = [
+	{ panel: "latency", measures: LATENCY, label: (value: number) => `${value.toFixed(0)} ms` },
+	{ panel: "throughput", measures: WRITES, label: wholeNumber },
+] as const;
+
 /** Every measure a growth step has; a step that failed before measuring gives none. */
 function growthPoints(growth: GrowthResult[]): GrowthPoint[] {
-	return growth.flatMap(step => [
-		...LATENCY.flatMap(([key, series]) => {
-			const value = step[key];
-			return value === undefined
-				? []
-				: [{ panel: "latency" as const, series, run: step.target, games: step.games, value, label: `${value.toFixed(0)} ms` }];
-		}),
-		...WRITES.flatMap(([key, series]) => {
-			const value = step[key];
-			return value === undefined
-				? []
-				: [{ panel: "throughput" as const, series, run: step.target, games: step.games, value, label: wholeNumber(value) }];
-		}),
-	]);
+	return growth.flatMap(step =>
+		PANELS.flatMap(({ panel, measures, label }) =>
+			measures.flatMap(([key, series]) => {
+				const value = step[key];
+				return value === undefined ? [] : [{ panel, series, run: step.target, games: step.games, value, label: label(value) }];
+			}),
+		),
+	);
 }
 
 /**
