@@ -9,7 +9,6 @@ import { drainGateway } from "./middlewares/drain.middleware";
 import { natsReconnects } from "./middlewares/nats-reconnects.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
-import { remoteReadsCache } from "./middlewares/remote-cache.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { catalogueCommands } from "./repl/commands";
 
@@ -55,7 +54,6 @@ const brokerOptions: BrokerOptions = {
 		}),
 		drainGateway(config.requestTimeoutMs),
 		noSecretsInOptions,
-		remoteReadsCache,
 		natsReconnects,
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],

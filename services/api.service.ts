@@ -1,6 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import etag from "etag";
-import fresh from "fresh";
 import { Errors, type ActionSchema, type Context, type Service, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
@@ -8,7 +7,9 @@ import vary from "vary";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
-import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
+import { HttpAnswer, sourcesOf, type HttpWish } from "../lib/cache/answers";
+import { etagOf, heldTags } from "../lib/cache/cache";
+import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
 import { texts } from "../lib/catalogue/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
@@ -36,8 +37,8 @@ import { aliases, corsPolicy, docsAliases, retryAfter, routeAliases, WRITES } fr
 /** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
 const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
 
-/** What an action or a hook tells moleculer-web about the answer. */
-type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string> };
+/** What an action or a hook tells moleculer-web about the answer; what the gateway asks of a cached read (lib/cache/answers.ts). */
+type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string>; $http?: HttpWish };
 
 /** The node's answer to a health path, its status included: a 503 here is an answer, not a failure. */
 async function health(service: Service, ctx: Context<unknown, ResponseMeta>, path: HealthPath) {
@@ -46,8 +47,20 @@ async function health(service: Service, ctx: Context<unknown, ResponseMeta>, pat
 	return body;
 }
 
-/** moleculer-web's notes on a routed request: the action it leads to and the params it merged. */
-type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unknown; $endpoint?: unknown };
+/** moleculer-web's notes on a routed request: the action it leads to. */
+type RoutedRequest = IncomingMessage & { $action?: ActionSchema };
+
+/** A cached read's answer as the cache keeps it: tagged (a GET), then its bytes, or a 304 when the client's tag is current. */
+function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): Buffer | null {
+	if (req.method === "GET") res.setHeader("ETag", etagOf(answer.tag));
+	if (answer.body === null) {
+		ctx.meta.$statusCode = 304;
+		return null;
+	}
+	ctx.meta.$responseType = "application/json; charset=utf-8";
+	if (answer.encoding) ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": answer.encoding };
+	return answer.body;
+}
 
 /** How long a request may take to arrive, headers and body; then 408 (lib/http/http-guards.ts). */
 export const REQUEST_ARRIVAL_MS = 30_000;
@@ -75,8 +88,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		: undefined;
 	return {
 		name: "api",
-		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
-		// follows the writes' generations too.
+		// The gateway's node looks reads up in the cache itself (lib/cache/answers.ts), so it hears
+		// of the writes Redis could not record, for every service.
 		mixins: [ApiGateway, generationNews(DATA_SERVICE_NAMES)],
 		settings: {
 			port: options.port,
@@ -102,14 +115,13 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					// tracked, their calls would make the broker wait for them before the gateway even
 					// stops listening.
 					callOptions: { tracking: false },
-					// A cached read's ETag comes from its cache key (docs/caching.md); when the client holds
-					// it already, the answer is a 304 and no service is asked.
-					onBeforeCall(this: Service, _ctx: Context, _route: unknown, req: RoutedRequest, res: ServerResponse) {
-						if (req.method !== "GET" || !req.$action) return;
-						const tag = cachedAnswerTag(this.broker, req.$action, req.$params);
-						if (tag === null) return;
-						res.setHeader("ETag", tag);
-						if (fresh(req.headers, { etag: tag })) req.$endpoint = this.broker.findNextActionEndpoint("api.notModified");
+					// A cached read is looked up where it is called, and answers the gateway with its bytes as
+					// sent (lib/cache/answers.ts): in the encoding the client accepts, or nothing when the
+					// client's tag is current (a 304). Searches (POST) ignore the tags they are sent.
+					onBeforeCall(this: Service, ctx: Context<unknown, ResponseMeta>, _route: unknown, req: RoutedRequest) {
+						if (!this.broker.cacher || !req.$action || !sourcesOf(req.$action)) return;
+						const held = req.method === "GET" ? heldTags(req.headers["if-none-match"], req.headers["cache-control"]) : [];
+						ctx.meta.$http = { encoding: chosenEncoding(req.headers), held };
 					},
 					// A GET the cache did not tag gets a weak tag of its JSON (as Express gives); JSON of 1 KB or
 					// more goes compressed to a client whose Accept-Encoding asks for br or gzip
@@ -123,6 +135,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						data: unknown,
 					) {
 						vary(res, "Accept-Encoding");
+						if (data instanceof HttpAnswer) return sendAsKept(ctx, req, res, data);
 						const encoding = chosenEncoding(req.headers);
 						// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.
 						const untagged = req.method === "GET" && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
@@ -186,16 +199,6 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			listAliases: { visibility: "protected" },
 			addRoute: { visibility: "protected" },
 			removeRoute: { visibility: "protected" },
-
-			// Nothing, with status 304: what a cached read is sent instead when the client's tag is current.
-			// Called only by onBeforeCall above: not on HTTP, nor from other nodes.
-			notModified: {
-				visibility: "protected",
-				handler(ctx: Context<unknown, { $statusCode?: number }>) {
-					ctx.meta.$statusCode = 304;
-					return null;
-				},
-			},
 
 			// The OpenAPI 3.1 document of every route above (lib/http/openapi.ts, services/api.docs.ts).
 			openapi: {

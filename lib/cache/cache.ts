@@ -1,9 +1,10 @@
-import { hash } from "node:crypto";
-import type { BrokerOptions } from "moleculer";
+import { createHash, hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
+import { Cachers, type BrokerOptions } from "moleculer";
 import stringify from "safe-stable-stringify";
 import type { CatalogueConfig } from "../config/config";
-import { MemoryBytesCacher } from "./memory-cacher";
+import { MemoryAnswers } from "./memory-cacher";
+import { RedisAnswers } from "./redis-cacher";
 
 /**
  * The largest share of the in-memory cache one answer may take: a bigger one is served but not
@@ -15,20 +16,30 @@ export const MEMORY_CACHE_ENTRY_SHARE = 1 / 8;
 const REDIS_CACHE_TTL = 3600;
 
 /**
+ * The cachers below by name, so that broker options name them as plain data (they travel to any
+ * node that asks for `$node.options`) and every broker makes a cacher of its own. moleculer's
+ * types have `register` take a cacher; its code takes the class, of which `resolve` makes one.
+ */
+const CACHERS = { AnswersInRedis: RedisAnswers, AnswersInMemory: MemoryAnswers };
+for (const [name, cacher] of Object.entries(CACHERS)) Cachers.register(name, cacher as unknown as Cachers.Base<object>);
+
+/** A cacher by its name above, as broker options take it. */
+const named = (type: keyof typeof CACHERS, options: object) => ({ type, options }) as unknown as BrokerOptions["cacher"];
+
+/**
  * The cacher the configuration asks for (docs/caching.md): Redis, shared by every node, when
- * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since nodes with caches of their own
- * would each need every write's news before answering from them.
+ * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since
+ * nodes with caches of their own would each need every write's news before answering from them.
  */
 export function cacherOptions({
 	redisUrl,
 	transporter,
 	cacheMaxBytes,
 }: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">): BrokerOptions["cacher"] {
-	// ioredis takes the URL as it is; moleculer's types only know its options object.
-	if (redisUrl) return { type: "Redis", options: { redis: redisUrl as unknown as Record<string, never>, ttl: REDIS_CACHE_TTL } };
-	// A cacher of its own for every call: a broker's cacher belongs to that broker.
+	// ioredis takes the URL as it is.
+	if (redisUrl) return named("AnswersInRedis", { redis: redisUrl, ttl: REDIS_CACHE_TTL });
 	if (!transporter && cacheMaxBytes > 0)
-		return new MemoryBytesCacher({ maxBytes: cacheMaxBytes, maxEntryBytes: Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE) });
+		return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes: Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE) });
 	return undefined;
 }
 
@@ -36,53 +47,66 @@ export function cacherOptions({
 export const KEY_JSON_LENGTH = 120;
 
 /**
- * The key of a cached answer: the action, the fields it reads as canonical JSON (keys sorted) and
- * the generation stamp. Longer JSON is replaced by `#` and its digest, which no JSON starts
- * with, so no filter text can make two different sets of fields read as one. Short params, the
- * usual case, cost no hashing: a digest per read took a tenth of the embedded reads.
+ * What an answer is the answer to: the action and the fields it reads as canonical JSON (keys
+ * sorted). Longer JSON is replaced by `#` and its digest, which no JSON starts with, so no filter
+ * text can make two different sets of fields read as one. Short params, the usual case, cost no
+ * hashing: a digest per read took a tenth of the embedded reads.
  */
-export function answerKey(action: string, params: unknown, stamp: string): string {
+export function answerName(action: string, params: unknown): string {
 	const json = stringify(params) ?? "";
 	const fields = json.length <= KEY_JSON_LENGTH ? json : `#${hash("sha256", json, "base64url")}`;
-	return `${action}:${fields}@${stamp}`;
+	return `${action}:${fields}`;
 }
+
+/**
+ * The part of a cached answer's key that changes whenever a record it is made of changes: the
+ * cache's epoch, then the generation of each service in `services`, in their order.
+ */
+export function generationStamp(epoch: string, generations: readonly (number | string)[]): string {
+	return `${epoch}:${generations.join(".")}`;
+}
+
+/** The key of the answer `name` (answerName) made of the generations `stamp` (generationStamp). */
+export const answerKey = (prefix: string, name: string, stamp: string) => `${prefix}${name}@${stamp}`;
 
 /** The tags handed out lately, so that a read asked again costs no hashing. */
 const recentTags = new LRUCache<string, string>({ max: 10_000 });
 
 /**
- * The weak ETag of the answer cached under `key`, as this process hands it out: opaque, since the
- * key holds the params and the generations. `epoch` (new at every start) keeps a tag from before
- * a restart from matching: in-memory generations start again at 0, so the same key may then name
- * other records.
+ * The opaque part of the weak ETag of the answer cached under `key`: its SHA-1 in hex, which
+ * Redis's scripts compute too (`redis.sha1hex`), so a tag is the same whichever layout and node
+ * hands it out. The key holds the params, the cache's epoch and the generations.
  */
-export function answerTag(key: string, epoch: string): string {
-	const named = `${epoch}\n${key}`;
-	let tag = recentTags.get(named);
-	if (tag === undefined) recentTags.set(named, (tag = `W/"${hash("sha256", named, "base64url").slice(0, 27)}"`));
+export function answerTag(key: string): string {
+	let tag = recentTags.get(key);
+	if (tag === undefined) recentTags.set(key, (tag = createHash("sha1").update(key).digest("hex")));
 	return tag;
 }
 
-/**
- * The Redis key holding a service's generation. Outside the cacher's prefix on purpose: cleaning
- * the cache must never reset a generation, or an old number could name new answers.
- */
-export const generationKey = (namespace: string, service: string) => `catalogue-generation:${namespace}:${service}`;
+/** A tag as the ETag header carries it. */
+export const etagOf = (tag: string) => `W/"${tag}"`;
 
 /**
- * Lua for Redis: the next generation, past `ARGV[1]` (the highest the writer has seen) even when
- * Redis lost its counter (a restart without persistence), so generations never go back.
+ * The opaque tags an `If-None-Match` header names, as `fresh` compares them (weakly: `W/` is
+ * dropped), `*` included; none under `Cache-Control: no-cache`, which asks for the whole answer.
  */
-export const NEXT_GENERATION = `
-local next = redis.call("INCR", KEYS[1])
-local seen = tonumber(ARGV[1])
-if next <= seen then
-	next = seen + 1
-	redis.call("SET", KEYS[1], next)
-end
-return next`;
-
-/** The part of a cached answer's key that changes whenever a record it is made of changes. */
-export function generationStamp(generations: ReadonlyMap<string, number>, services: readonly string[]): string {
-	return services.map(service => generations.get(service) ?? 0).join(".");
+export function heldTags(ifNoneMatch: string | undefined, cacheControl: string | undefined): string[] {
+	if (!ifNoneMatch || (cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/.test(cacheControl))) return [];
+	return ifNoneMatch
+		.split(",")
+		.map(tag =>
+			tag
+				.trim()
+				.replace(/^W\//, "")
+				.replace(/^"(.*)"$/, "$1"),
+		)
+		.filter(Boolean);
 }
+
+/**
+ * The Redis hash holding the cache's epoch and every service's generation. Outside the cacher's
+ * prefix on purpose: cleaning the cache must never reset a generation. No expiry, so Redis's
+ * `volatile-lru` never evicts it; should it go anyway, its epoch goes with it, and a new epoch
+ * makes every older key unreachable.
+ */
+export const generationsKey = (namespace: string) => `catalogue-generations:${namespace}`;

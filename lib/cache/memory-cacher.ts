@@ -1,28 +1,67 @@
 import { LRUCache } from "lru-cache";
 import { Cachers } from "moleculer";
+import type { Encoding } from "../http/compression";
+import { answerCacheMiddleware, storedBytes, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
+import { answerKey, answerTag, generationStamp } from "./cache";
 
 export interface MemoryBytesOptions {
-	/** Bytes of answers the cache may hold in all, measured as their JSON. */
+	/** Bytes of answers the cache may hold in all: their JSON, their compressed forms and their keys. */
 	maxBytes: number;
 	/** The largest answer kept; a bigger one is served but not cached. */
 	maxEntryBytes: number;
 }
 
-/** An answer's size as the cache counts it: its JSON's bytes and its key's. */
-export function answerBytes(answer: unknown, key: string): number {
-	return Buffer.byteLength(JSON.stringify(answer) ?? "") + key.length;
-}
-
 /**
- * moleculer's MemoryLRU cacher bounded in bytes instead of in answers: it keeps the same
- * lru-cache, built with a total size and a largest entry, which moleculer's options cannot set.
- * Bounded by count, a thousand copies of one large list fit (docs/caching.md).
+ * The cache of one process (the embedded layout): moleculer's MemoryLRU cacher with its
+ * lru-cache bounded in bytes instead of in answers (which moleculer's options cannot set:
+ * bounded by count, a thousand copies of one large list fit), holding answers as sent, and the
+ * generations of the services as this process moves them: every write passes through it.
  */
-export class MemoryBytesCacher extends Cachers.MemoryLRU {
-	declare cache: LRUCache<string, NonNullable<unknown>>;
+export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
+	declare cache: LRUCache<string, StoredAnswer>;
+	private readonly generations = new Map<string, number>();
+	private readonly maxEntryBytes: number;
 
 	constructor(options: MemoryBytesOptions) {
 		super({});
-		this.cache = new LRUCache({ maxSize: options.maxBytes, maxEntrySize: options.maxEntryBytes, sizeCalculation: answerBytes });
+		this.maxEntryBytes = options.maxEntryBytes;
+		this.cache = new LRUCache({ maxSize: options.maxBytes, maxEntrySize: options.maxEntryBytes, sizeCalculation: storedBytes });
+	}
+
+	/** The stamp's epoch is the process's instance id, new at every start: generations start again at 0 and must not name old tags. */
+	lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found> {
+		const stamp = generationStamp(
+			this.broker.instanceID,
+			from.map(service => this.generations.get(service) ?? 0),
+		);
+		const key = answerKey(this.prefix ?? "", name, stamp);
+		const tag = answerTag(key);
+		if (wish?.held.some(held => held === tag || held === "*")) return Promise.resolve({ key, tag, notModified: true });
+		return Promise.resolve({ key, tag, answer: this.cache.get(key) });
+	}
+
+	keep(key: string, answer: StoredAnswer): Promise<void> {
+		this.cache.set(key, answer);
+		return Promise.resolve();
+	}
+
+	/** Kept only while the answer with it stays within its share: lru-cache would drop an entry grown past it. */
+	addEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<void> {
+		const answer = this.cache.peek(key);
+		if (answer && !answer[encoding] && storedBytes({ ...answer, [encoding]: bytes }, key) <= this.maxEntryBytes)
+			this.cache.set(key, { ...answer, [encoding]: bytes });
+		return Promise.resolve();
+	}
+
+	nextGeneration(service: string): Promise<boolean> {
+		this.generations.set(service, (this.generations.get(service) ?? 0) + 1);
+		return Promise.resolve(true);
+	}
+
+	/** Never: every write of this process moves its generation here. */
+	owe(): void {}
+
+	override middleware() {
+		return answerCacheMiddleware(this, message => this.logger.warn(message));
 	}
 }

@@ -29,12 +29,12 @@ export function chosenEncoding(headers: IncomingHttpHeaders): Encoding | null {
 	return negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) ?? null;
 }
 
-const compressors: Record<Encoding, (text: string) => Promise<Buffer>> = {
+const compressors: Record<Encoding, (text: string | Buffer) => Promise<Buffer>> = {
 	br: text => promisify(brotliCompress)(text, { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } }),
 	gzip: text => promisify(gzip)(text),
 };
 
 /** `text` compressed with `encoding`, off the event loop. */
-export function compress(text: string, encoding: Encoding): Promise<Buffer> {
+export function compress(text: string | Buffer, encoding: Encoding): Promise<Buffer> {
 	return compressors[encoding](text);
 }

@@ -1,7 +1,7 @@
 import { Cachers } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import { MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
-import { MemoryBytesCacher } from "../../lib/cache/memory-cacher";
+import { MemoryAnswers } from "../../lib/cache/memory-cacher";
 import { localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
 // What a client can make the cache hold (docs/caching.md): one entry per answer the actions
@@ -62,7 +62,7 @@ test("forty distinct large answers keep the node's cache within its bytes; over 
 		for (const broker of catalogue.brokers) expect(broker.cacher).toBeInstanceOf(Cachers.Redis);
 		return expect((await cachedAnswers("games.list")).length).toBeGreaterThanOrEqual(40);
 	}
-	const { cache } = cacher as MemoryBytesCacher;
+	const { cache } = cacher as MemoryAnswers;
 	expect(cache.calculatedSize).toBeLessThanOrEqual(CACHE_BYTES);
 	expect(cache.size).toBeLessThan(40);
 	expect(cache.size).toBeGreaterThan(0);
@@ -76,5 +76,5 @@ test("an answer larger than its share of the memory cache is served whole but no
 	const after = await cachedAnswers("games.list");
 	// Redis has no share of ours: there the answer is kept like any other.
 	expect(after.length - before.length).toBe(catalogue.topology === "nats" ? 1 : 0);
-	if (catalogue.topology === "one-broker") expect(catalogue.broker.cacher).toBeInstanceOf(MemoryBytesCacher);
+	if (catalogue.topology === "one-broker") expect(catalogue.broker.cacher).toBeInstanceOf(MemoryAnswers);
 }, 60_000);

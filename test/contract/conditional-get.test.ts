@@ -1,13 +1,14 @@
+import type * as ZlibModule from "node:zlib";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
-import { callCounter } from "../support/calls";
-import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { actionCounter } from "../support/calls";
+import { forgetCachedAnswers, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { rawRequest, type RawAnswer } from "../support/raw-http";
 
 // Conditional GET and compression: docs/caching.md (ETags, compression).
 
 let catalogue: Catalogue;
 let api: Api;
-const counter = callCounter();
+const counter = actionCounter();
 
 /** A GET with exactly these headers (support/raw-http.ts: not fetch, which adds its own). */
 const rawGet = (path: string, headers: Record<string, string> = {}) => rawRequest(`${api.url}${path}`, "GET", headers);
@@ -15,11 +16,11 @@ const json = (answer: RawAnswer) => JSON.parse(answer.body.toString());
 
 const tagOf = async (path: string) => (await rawGet(path)).headers.etag!;
 const conditional = (path: string, tag: string) => rawGet(path, { "If-None-Match": tag });
-/** The calls of the catalogue's services (not the gateway's own actions) made while `send` runs. */
-async function serviceCalls(send: () => Promise<unknown>): Promise<string[]> {
-	counter.calls.length = 0;
+/** The actions of the catalogue's services (not the gateway's own) run while `send` runs, on any node. */
+async function serviceRuns(send: () => Promise<unknown>): Promise<string[]> {
+	counter.calls.clear();
 	await send();
-	return counter.calls.filter(action => !action.startsWith("api."));
+	return [...counter.calls.keys()].filter(action => !action.startsWith("api."));
 }
 
 let family: { id: string };
@@ -79,12 +80,16 @@ describe("ETag and If-None-Match", () => {
 		expect(json(answer)).toHaveLength(12);
 	});
 
-	test("a 304 for a cached read asks no service: its tag comes from the cache's key", async () => {
+	test("a 304 for a cached read runs no service, even once the answer itself is gone: its tag comes from the cache's key", async () => {
 		for (const path of GETS().slice(0, 7)) {
-			const tag = await tagOf(path);
-			expect({ path, calls: await serviceCalls(() => conditional(path, tag)) }).toEqual({ path, calls: [] });
-			// The same read without the tag does call the service (the count would see it).
-			expect((await serviceCalls(() => rawGet(path))).length).toBeGreaterThan(0);
+			await forgetCachedAnswers(catalogue);
+			let tag = "";
+			// Read afresh, the answer runs its service (the count sees it)...
+			expect((await serviceRuns(async () => (tag = await tagOf(path)))).length).toBeGreaterThan(0);
+			await forgetCachedAnswers(catalogue);
+			// ...and the client's tag, still current, is answered without it.
+			expect({ path, runs: await serviceRuns(() => conditional(path, tag)) }).toEqual({ path, runs: [] });
+			expect((await conditional(path, tag)).status).toBe(304);
 		}
 	});
 
@@ -178,5 +183,31 @@ describe("compression", () => {
 		const notModified = await rawGet("/game", { "Accept-Encoding": "gzip", "If-None-Match": tag });
 		expect(notModified.status).toBe(304);
 		expect(notModified.body.length).toBe(0);
+	});
+
+	test("each compressed form of an answer is made once, however many clients ask for it, and kept beside the answer", async () => {
+		await api.put(`/author/${knizia.id}`, { name: "Reiner Knizia", nationality: "German" });
+		// The module itself, which lib/http/compression.ts calls (an import would give a copy of its exports).
+		const zlib = jest.requireActual<typeof ZlibModule>("node:zlib");
+		const gzip = jest.spyOn(zlib, "gzip");
+		const brotli = jest.spyOn(zlib, "brotliCompress");
+		try {
+			const plain = await rawGet("/game");
+			const asked = (encoding: string) => Promise.all([1, 2, 3].map(() => rawGet("/game", { "Accept-Encoding": encoding })));
+			const answers = [...(await asked("gzip")), ...(await asked("gzip")), ...(await asked("br")), ...(await asked("br"))];
+			expect({ gzip: gzip.mock.calls.length, br: brotli.mock.calls.length }).toEqual({ gzip: 1, br: 1 });
+			for (const { headers, body } of answers) {
+				const decompress = headers["content-encoding"] === "br" ? brotliDecompressSync : gunzipSync;
+				expect(decompress(body).equals(plain.body)).toBe(true);
+			}
+			// A new answer is compressed anew.
+			await api.author("Klaus Teuber", "German");
+			await api.put(`/author/${knizia.id}`, { name: "R. Knizia", nationality: "German" });
+			await rawGet("/game", { "Accept-Encoding": "gzip" });
+			expect(gzip.mock.calls.length).toBe(2);
+		} finally {
+			gzip.mockRestore();
+			brotli.mockRestore();
+		}
 	});
 });

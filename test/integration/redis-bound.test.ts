@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import Redis from "ioredis";
-import { type Cachers, ServiceBroker } from "moleculer";
+import { ServiceBroker } from "moleculer";
 import { parse } from "yaml";
-import { cacherOptions, generationKey, NEXT_GENERATION } from "../../lib/cache/cache";
+import { cacherOptions, generationsKey } from "../../lib/cache/cache";
+import type { RedisAnswers } from "../../lib/cache/redis-cacher";
 import { startRedis, type RedisServer } from "../support/redis";
 
 // The Redis of docker-compose.yml, started with the options its command gives: bounded in bytes,
@@ -49,18 +50,26 @@ test("compose runs redis-server with 256 MB at most, the volatile-lru policy and
 test("full, it drops the least recently used answers, keeps the generations and takes new answers", async () => {
 	// The same policy with a bound small enough to fill quickly.
 	await redis.config("SET", "maxmemory", String(4 * 1024 * 1024));
-	const generation = generationKey("bound", "games");
-	expect(Number(await redis.eval(NEXT_GENERATION, 1, generation, 0))).toBe(1);
-	const answer = Array.from({ length: 500 }, (_, i) => ({ id: String(i), title: "x".repeat(180) }));
-	const cacher = broker.cacher as Cachers.Redis;
-	for (let i = 0; i < 100; i++) await cacher.set(`games.list:${i}@1.0.0`, answer);
+	const cacher = broker.cacher as RedisAnswers;
+	await cacher.checkEpoch();
+	expect(await cacher.nextGeneration("games")).toBe(true);
+	const answer = {
+		json: Buffer.from(JSON.stringify(Array.from({ length: 500 }, (_, i) => ({ id: String(i), title: "x".repeat(180) })))),
+	};
+	const keys: string[] = [];
+	for (let i = 0; i < 100; i++) {
+		const { key } = (await cacher.lookup(`games.list:${i}`, ["games"], null))!;
+		await cacher.keep(key, answer);
+		keys.push(key);
+	}
 
-	expect(await redis.get(generation)).toBe("1");
-	expect(await cacher.get("games.list:99@1.0.0")).toEqual(answer);
+	expect(await redis.hget(generationsKey("bound"), "games")).toBe("1");
+	expect((await cacher.lookup("games.list:99", ["games"], null))!.answer).toEqual(answer);
 	// Redis's LRU is approximate (it samples keys): most of the oldest answers are gone, not each one.
-	const oldest = await Promise.all(Array.from({ length: 20 }, (_, i) => cacher.get(`games.list:${i}@1.0.0`)));
-	expect(oldest.filter(kept => kept !== undefined).length).toBeLessThan(5);
+	const oldest = await Promise.all(keys.slice(0, 20).map(key => redis.exists(key)));
+	expect(oldest.filter(Boolean).length).toBeLessThan(5);
 	const memory = await redis.info("memory");
 	expect(Number(/used_memory:(\d+)/.exec(memory)![1])).toBeLessThanOrEqual(4 * 1024 * 1024);
-	expect(Number(await redis.eval(NEXT_GENERATION, 1, generation, 1))).toBe(2);
+	expect(await cacher.nextGeneration("games")).toBe(true);
+	expect(await redis.hget(generationsKey("bound"), "games")).toBe("2");
 });

@@ -15,24 +15,6 @@ export function actionCounter(): { calls: Map<string, number>; middleware: Middl
 	return { calls, middleware };
 }
 
-/**
- * The actions called, on every broker it is given to, whether the answer then comes from a cache
- * or from the action itself: `startCatalogue({ middlewares: [counter.middleware] })`.
- */
-export function callCounter(): { calls: string[]; middleware: Middleware } {
-	const calls: string[] = [];
-	// moleculer's types give the `call` hook the wrong shape (a Promise, not a function).
-	const middleware = {
-		call(next: (target: unknown, ...rest: unknown[]) => unknown) {
-			return (target: string | { action: { name: string } }, ...rest: unknown[]) => {
-				calls.push(typeof target === "string" ? target : target.action.name);
-				return next(target, ...rest);
-			};
-		},
-	} as unknown as Middleware;
-	return { calls, middleware };
-}
-
 /** The events each service handled, as `service event`, on every broker it is given to. */
 export function eventCounter(): { handled: string[]; middleware: Middleware } {
 	const handled: string[] = [];

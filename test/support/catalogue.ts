@@ -2,11 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { Cachers, ServiceBroker, type BrokerOptions, type Middleware } from "moleculer";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
-import { cacherOptions, generationKey } from "../../lib/cache/cache";
+import { cacherOptions, generationsKey } from "../../lib/cache/cache";
 import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
 import { config } from "../../lib/config/config";
 import brokerOptions from "../../moleculer.config";
-import { remoteReadsCache } from "../../middlewares/remote-cache.middleware";
 import { describeStorage } from "../../lib/storage/adapter";
 import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
@@ -125,32 +124,34 @@ export async function startCatalogue({
 	const nats = topology === "nats" ? await startNats() : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
-		// The cache is looked up by the caller over NATS: part of how the catalogue reads, in every test.
 		const gatewayOptions = services.includes("api") ? gatewayBroker : {};
 		const created = new ServiceBroker({
 			...brokerOptions,
 			...options,
 			...gatewayOptions,
 			logger: false,
-			middlewares: [...middlewares, remoteReadsCache],
+			middlewares,
 		});
 		for (const name of services)
 			created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};
 	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts).
-	const cacher = cacherOptions({
-		redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null,
-		transporter: nats?.url ?? null,
-		cacheMaxBytes,
-	});
+	const cacher = () =>
+		cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null, cacheMaxBytes });
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
-				broker({ nodeID: `${name}-${process.pid}`, namespace, cacher, transporter: { type: "NATS", options: { url: nats.url } } }, [
-					name,
-				]),
+				broker(
+					{
+						nodeID: `${name}-${process.pid}`,
+						namespace,
+						cacher: cacher(),
+						transporter: { type: "NATS", options: { url: nats.url } },
+					},
+					[name],
+				),
 			)
-		: [broker({ nodeID: `test-${process.pid}`, namespace, cacher, transporter: null }, [...SERVICE_NAMES])];
+		: [broker({ nodeID: `test-${process.pid}`, namespace, cacher: cacher(), transporter: null }, [...SERVICE_NAMES])];
 	const [gateway] = brokers;
 	const cache = nats ? `Redis at ${process.env.CATALOGUE_TEST_REDIS}` : "memory";
 
@@ -217,9 +218,9 @@ export async function stillPending(promise: Promise<unknown>, ms = 200): Promise
 /** With a Redis cache, removes what the catalogue left there: its answers and its generations. */
 async function forgetRedisCache(broker: ServiceBroker): Promise<void> {
 	if (!(broker.cacher instanceof Cachers.Redis) || !broker.cacher.connected) return;
-	const redis = broker.cacher as Cachers.Redis<{ del(keys: string[]): Promise<number> }>;
+	const redis = broker.cacher as Cachers.Redis<{ del(key: string): Promise<number> }>;
 	await redis.clean();
-	await redis.client.del(SERVICE_NAMES.map(service => generationKey(broker.namespace, service)));
+	await redis.client.del(generationsKey(broker.namespace));
 }
 
 /** With MongoDB storage, removes the database this test file had to itself (see support/env.ts). */

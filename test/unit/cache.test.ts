@@ -1,21 +1,40 @@
-import { ServiceBroker, type ActionSchema } from "moleculer";
-import { answerKey, answerTag, cacherOptions, generationStamp, KEY_JSON_LENGTH, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
-import { answerBytes, MemoryBytesCacher } from "../../lib/cache/memory-cacher";
-import { cachedFrom, cacheKey } from "../../mixins/cache.mixin";
+import { createHash } from "node:crypto";
+import type * as ZlibModule from "node:zlib";
+import { gunzipSync } from "node:zlib";
+import { Cachers, ServiceBroker, type ActionSchema, type Context } from "moleculer";
+import { HttpAnswer, fieldsRead, storedBytes, type HttpWish } from "../../lib/cache/answers";
+import {
+	answerName,
+	answerTag,
+	cacherOptions,
+	etagOf,
+	generationStamp,
+	heldTags,
+	KEY_JSON_LENGTH,
+	MEMORY_CACHE_ENTRY_SHARE,
+} from "../../lib/cache/cache";
+import { MemoryAnswers } from "../../lib/cache/memory-cacher";
+import { RedisAnswers } from "../../lib/cache/redis-cacher";
+import { cachedFrom } from "../../mixins/cache.mixin";
 
 const MB = 1024 * 1024;
 
 describe("cacherOptions", () => {
+	/** The cacher a broker makes of the options. */
+	const made = (options: Parameters<typeof cacherOptions>[0]) =>
+		new ServiceBroker({ logger: false, cacher: cacherOptions(options) }).cacher;
+
 	test("one process without REDIS_URL: memory bounded in bytes (CACHE_MAX_MB), a share of it at most per answer", () => {
-		const cacher = cacherOptions({ redisUrl: null, transporter: null, cacheMaxBytes: 64 * MB }) as MemoryBytesCacher;
-		expect(cacher).toBeInstanceOf(MemoryBytesCacher);
+		const cacher = made({ redisUrl: null, transporter: null, cacheMaxBytes: 64 * MB }) as MemoryAnswers;
+		expect(cacher).toBeInstanceOf(MemoryAnswers);
 		expect(cacher.cache.maxSize).toBe(64 * MB);
 		expect(cacher.cache.maxEntrySize).toBe(64 * MB * MEMORY_CACHE_ENTRY_SHARE);
 	});
 
-	test("each call makes a cacher of its own: a broker's cacher is not shared", () => {
+	test("options as plain data, so every broker makes a cacher of its own and `$node.options` shows no client", () => {
 		const options = { redisUrl: null, transporter: null, cacheMaxBytes: MB };
-		expect(cacherOptions(options)).not.toBe(cacherOptions(options));
+		expect(JSON.parse(JSON.stringify(cacherOptions(options)))).toEqual(cacherOptions(options));
+		expect(made(options)).not.toBe(made(options));
 	});
 
 	test("CACHE_MAX_MB=0: no cache at all", () => {
@@ -23,11 +42,14 @@ describe("cacherOptions", () => {
 	});
 
 	test("REDIS_URL: Redis, in one process or a cluster, with answers that expire", () => {
-		for (const transporter of [null, "nats://nats:4222"])
-			expect(cacherOptions({ redisUrl: "redis://cache:6379", transporter, cacheMaxBytes: 64 * MB })).toEqual({
-				type: "Redis",
-				options: { redis: "redis://cache:6379", ttl: expect.any(Number) },
+		for (const transporter of [null, "nats://nats:4222"]) {
+			const options = { redisUrl: "redis://127.0.0.1:1", transporter, cacheMaxBytes: 64 * MB };
+			expect(cacherOptions(options)).toEqual({
+				type: "AnswersInRedis",
+				options: { redis: "redis://127.0.0.1:1", ttl: expect.any(Number) },
 			});
+			expect(Cachers.resolve(cacherOptions(options)!)).toBeInstanceOf(RedisAnswers);
+		}
 	});
 
 	test("a cluster without REDIS_URL caches nothing: nodes would each keep answers of their own", () => {
@@ -35,116 +57,221 @@ describe("cacherOptions", () => {
 	});
 });
 
-describe("MemoryBytesCacher", () => {
-	const broker = new ServiceBroker({ logger: false });
-	const cacherOf = (maxBytes: number, maxEntryBytes: number) => {
-		const cacher = new MemoryBytesCacher({ maxBytes, maxEntryBytes });
-		cacher.init(broker);
-		return cacher;
-	};
-	const list = (count: number, size: number) => Array.from({ length: count }, (_, i) => ({ id: String(i), title: "x".repeat(size) }));
-
-	test("holds answers up to its bytes, least recently used dropped first", async () => {
-		const cacher = cacherOf(100_000, 50_000);
-		for (let i = 0; i < 50; i++) await cacher.set(`games.list:${i}`, list(10, 1000));
-		expect(cacher.cache.calculatedSize).toBeLessThanOrEqual(100_000);
-		expect(cacher.cache.size).toBeLessThan(50);
-		expect(await cacher.get("games.list:49")).toEqual(list(10, 1000));
-		expect(await cacher.get("games.list:0")).toBeUndefined();
-	});
-
-	test("an answer bigger than its largest entry is not kept, and what it held stays", async () => {
-		const cacher = cacherOf(100_000, 20_000);
-		await cacher.set("games.list:small", list(2, 10));
-		await cacher.set("games.list:big", list(30, 1000));
-		expect(await cacher.get("games.list:big")).toBeUndefined();
-		expect(await cacher.get("games.list:small")).toEqual(list(2, 10));
-	});
-
-	test("an answer counts as its JSON's bytes (not characters) and its key's", () => {
-		expect(answerBytes({ title: "é" }, "k")).toBe(Buffer.byteLength('{"title":"é"}') + 1);
-		expect(answerBytes(undefined, "key")).toBe(3);
-	});
-});
-
-describe("answerKey", () => {
-	test("params in any field order make one key", () => {
-		expect(answerKey("games.list", { title: "zelda", idCategory: "C" }, "1.0.0")).toBe(
-			answerKey("games.list", { idCategory: "C", title: "zelda" }, "1.0.0"),
+describe("answerName", () => {
+	test("params in any field order make one name", () => {
+		expect(answerName("games.list", { title: "zelda", idCategory: "C" })).toBe(
+			answerName("games.list", { idCategory: "C", title: "zelda" }),
 		);
 	});
 
 	test("a value holding moleculer's separators is not another set of params", () => {
 		// moleculer's own key for both was `games.list:idCategory|"C"|title|"zelda"`-like text.
-		const crafted = answerKey("games.list", { idCategory: 'C"|title|"zelda' }, "0.0.0");
-		expect(crafted).not.toBe(answerKey("games.list", { idCategory: "C", title: "zelda" }, "0.0.0"));
-		expect(answerKey("games.list", { title: "a", idCategory: "b" }, "0")).not.toBe(
-			answerKey("games.list", { title: "b", idCategory: "a" }, "0"),
+		const crafted = answerName("games.list", { idCategory: 'C"|title|"zelda' });
+		expect(crafted).not.toBe(answerName("games.list", { idCategory: "C", title: "zelda" }));
+		expect(answerName("games.list", { title: "a", idCategory: "b" })).not.toBe(
+			answerName("games.list", { title: "b", idCategory: "a" }),
 		);
 	});
 
 	test("params longer than KEY_JSON_LENGTH as JSON are named by their digest, distinct from any JSON", () => {
-		const long = { title: "x".repeat(KEY_JSON_LENGTH) };
-		const key = answerKey("games.list", long, "0");
-		expect(key).toMatch(/^games\.list:#[A-Za-z0-9_-]{43}@0$/);
-		expect(answerKey("games.list", { title: `${"x".repeat(KEY_JSON_LENGTH)}y` }, "0")).not.toBe(key);
-		expect(answerKey("games.list", { title: "x" }, "0")).toBe('games.list:{"title":"x"}@0');
+		const name = answerName("games.list", { title: "x".repeat(KEY_JSON_LENGTH) });
+		expect(name).toMatch(/^games\.list:#[A-Za-z0-9_-]{43}$/);
+		expect(answerName("games.list", { title: `${"x".repeat(KEY_JSON_LENGTH)}y` })).not.toBe(name);
+		expect(answerName("games.list", { title: "x" })).toBe('games.list:{"title":"x"}');
 	});
 
-	test("the action, the types of the values and the generations are part of it", () => {
-		const key = answerKey("authors.page", { pageable: { pageNumber: 1 } }, "3");
-		expect(answerKey("authors.list", { pageable: { pageNumber: 1 } }, "3")).not.toBe(key);
-		expect(answerKey("authors.page", { pageable: { pageNumber: "1" } }, "3")).not.toBe(key);
-		expect(answerKey("authors.page", { pageable: { pageNumber: 1 } }, "4")).not.toBe(key);
-		expect(key.startsWith("authors.page:")).toBe(true);
+	test("the action and the types of the values are part of it", () => {
+		const name = answerName("authors.page", { pageable: { pageNumber: 1 } });
+		expect(answerName("authors.list", { pageable: { pageNumber: 1 } })).not.toBe(name);
+		expect(answerName("authors.page", { pageable: { pageNumber: "1" } })).not.toBe(name);
 	});
 });
 
-describe("answerTag", () => {
-	test("a weak ETag that changes with the key and with the process's start", () => {
-		const tag = answerTag("games.list:abc@1.0.0", "boot-1");
-		expect(tag).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
-		expect(answerTag("games.list:abc@1.0.0", "boot-1")).toBe(tag);
-		expect(answerTag("games.list:abc@2.0.0", "boot-1")).not.toBe(tag);
-		expect(answerTag("games.list:abc@1.0.0", "boot-2")).not.toBe(tag);
+describe("generationStamp and answerTag", () => {
+	test("the epoch, then the generations of the services an answer is made of, in their order", () => {
+		expect(generationStamp("boot-1", [7, 3, 0])).toBe("boot-1:7.3.0");
+	});
+
+	test("a tag is the key's SHA-1 in hex, as Redis's redis.sha1hex makes it, and the ETag its weak form", () => {
+		const key = "MOL-games.list:{}@boot-1:1.0.0";
+		expect(answerTag(key)).toBe(createHash("sha1").update(key).digest("hex"));
+		expect(answerTag(key)).not.toBe(answerTag("MOL-games.list:{}@boot-1:2.0.0"));
+		expect(answerTag(key)).not.toBe(answerTag("MOL-games.list:{}@boot-2:1.0.0"));
+		expect(etagOf("abc")).toBe('W/"abc"');
 	});
 });
 
-describe("generationStamp", () => {
-	test("the generations of the services an answer is made of, in their order; 0 before any write", () => {
-		const generations = new Map([
-			["games", 7],
-			["authors", 3],
-		]);
-		expect(generationStamp(generations, ["games", "authors", "categories"])).toBe("7.3.0");
-		expect(generationStamp(generations, ["authors"])).toBe("3");
+describe("heldTags", () => {
+	test("the opaque tags of If-None-Match, weak or strong, and *", () => {
+		expect(heldTags('W/"a1", "b2" ,W/"c3"', undefined)).toEqual(["a1", "b2", "c3"]);
+		expect(heldTags("*", undefined)).toEqual(["*"]);
+		expect(heldTags(undefined, undefined)).toEqual([]);
+	});
+
+	test("none under Cache-Control: no-cache, which asks for the whole answer; other directives do not count", () => {
+		expect(heldTags('W/"a1"', "no-cache")).toEqual([]);
+		expect(heldTags('W/"a1"', "max-age=0, no-cache")).toEqual([]);
+		expect(heldTags('W/"a1"', "no-cache-please")).toEqual(["a1"]);
 	});
 });
 
-describe("cacheKey", () => {
-	const broker = new ServiceBroker({ logger: false });
+describe("fieldsRead", () => {
 	const list = (params: Record<string, unknown> | undefined) => ({
 		name: "games.list",
 		params: params as ActionSchema["params"],
 		cache: cachedFrom("games"),
 	});
 
-	test("only the fields the action's rules name, in any order", () => {
+	test("only the fields the action's rules name", () => {
 		const action = list({ $$strict: "remove", title: "string", idCategory: "string" });
-		expect(cacheKey(broker, action, { query: "segment", title: "a", idCategory: "b", junk: 1 })).toBe(
-			cacheKey(broker, action, { idCategory: "b", title: "a" }),
-		);
-		expect(cacheKey(broker, action, { title: "a" })).not.toBe(cacheKey(broker, action, { title: "a", idCategory: "b" }));
+		expect(fieldsRead(action, { query: "segment", title: "a", idCategory: "b", junk: 1 })).toEqual({ idCategory: "b", title: "a" });
 	});
 
 	test("a cached action whose rules keep unknown fields is refused: they would reach it but not its key", () => {
-		expect(() => cacheKey(broker, list({ title: "string" }), {})).toThrow(
+		expect(() => fieldsRead(list({ title: "string" }), {})).toThrow(
 			/games.list is cached, so its params must be declared with \$\$strict: "remove"/,
 		);
-		expect(() => cacheKey(broker, list(undefined), {})).toThrow(/\$\$strict/);
+		expect(() => fieldsRead(list(undefined), {})).toThrow(/\$\$strict/);
+	});
+});
+
+describe("MemoryAnswers", () => {
+	const broker = new ServiceBroker({ logger: false });
+	const cacherOf = (maxBytes: number, maxEntryBytes: number) => {
+		const cacher = new MemoryAnswers({ maxBytes, maxEntryBytes });
+		cacher.init(broker);
+		return cacher;
+	};
+	const answer = (bytes: number) => ({ json: Buffer.alloc(bytes, "x") });
+
+	test("holds answers up to its bytes, least recently used dropped first", async () => {
+		const cacher = cacherOf(100_000, 50_000);
+		for (let i = 0; i < 50; i++) await cacher.keep(`games.list:${i}`, answer(10_000));
+		expect(cacher.cache.calculatedSize).toBeLessThanOrEqual(100_000);
+		expect(cacher.cache.size).toBeLessThan(50);
+		expect(cacher.cache.get("games.list:49")).toEqual(answer(10_000));
+		expect(cacher.cache.get("games.list:0")).toBeUndefined();
 	});
 
-	test("an action that is not cached has no key", () => {
-		expect(cacheKey(broker, { name: "games.create", params: { $$strict: "remove" } }, {})).toBeNull();
+	test("an answer bigger than its largest entry is not kept, and what it held stays", async () => {
+		const cacher = cacherOf(100_000, 20_000);
+		await cacher.keep("games.list:small", answer(100));
+		await cacher.keep("games.list:big", answer(30_000));
+		expect(cacher.cache.get("games.list:big")).toBeUndefined();
+		expect(cacher.cache.get("games.list:small")).toEqual(answer(100));
+	});
+
+	test("an answer counts as the bytes of its forms and its key; a form that would take it past its share is not kept", async () => {
+		expect(storedBytes({ json: Buffer.from("é"), gzip: Buffer.alloc(5) }, "key")).toBe(2 + 5 + 3);
+		const cacher = cacherOf(100_000, 20_000);
+		await cacher.keep("k", answer(15_000));
+		await cacher.addEncoding("k", "gzip", Buffer.alloc(1000));
+		expect(cacher.cache.get("k")?.gzip?.length).toBe(1000);
+		await cacher.addEncoding("k", "br", Buffer.alloc(10_000));
+		expect(cacher.cache.get("k")).toEqual({ json: answer(15_000).json, gzip: Buffer.alloc(1000) });
+	});
+
+	test("a write moves its service's generation: answers made of it get a new key and tag, the others keep theirs", async () => {
+		const cacher = cacherOf(100_000, 20_000);
+		const before = await cacher.lookup("games.list:{}", ["games", "authors"], null);
+		const authors = await cacher.lookup("authors.list:{}", ["authors"], null);
+		await cacher.nextGeneration("games");
+		const after = await cacher.lookup("games.list:{}", ["games", "authors"], null);
+		expect(after.key).not.toBe(before.key);
+		expect(after.tag).not.toBe(before.tag);
+		expect((await cacher.lookup("authors.list:{}", ["authors"], null)).key).toBe(authors.key);
+		expect(after.key).toContain(broker.instanceID);
+	});
+
+	test("a client holding the current tag, or *, is told so; an old tag is not", async () => {
+		const cacher = cacherOf(100_000, 20_000);
+		const { tag } = await cacher.lookup("authors.list:{}", ["authors"], null);
+		const wish = (held: string[]): HttpWish => ({ encoding: null, held });
+		expect((await cacher.lookup("authors.list:{}", ["authors"], wish(["other", tag]))).notModified).toBe(true);
+		expect((await cacher.lookup("authors.list:{}", ["authors"], wish(["*"]))).notModified).toBe(true);
+		await cacher.nextGeneration("authors");
+		expect((await cacher.lookup("authors.list:{}", ["authors"], wish([tag]))).notModified).toBeUndefined();
+	});
+});
+
+describe("the cacher's middleware", () => {
+	const broker = new ServiceBroker({ logger: false, cacher: new MemoryAnswers({ maxBytes: 10 * MB, maxEntryBytes: MB }) });
+	const list = Array.from({ length: 100 }, (_, i) => ({ id: String(i), title: `Game number ${i}` }));
+	let runs = 0;
+	broker.createService({
+		name: "games",
+		actions: {
+			list: {
+				cache: cachedFrom("games"),
+				params: { $$strict: "remove" },
+				handler: () => {
+					runs++;
+					return list;
+				},
+			},
+		},
+	});
+	/** An action whose answer is made of another cached action's, each saying whether it saw the gateway's wish. */
+	const sawWish = (ctx: Context<unknown, { $http?: unknown }>) => ctx.meta.$http !== undefined;
+	broker.createService({
+		name: "shelf",
+		actions: {
+			inner: { cache: cachedFrom("authors"), params: { $$strict: "remove" }, handler: ctx => ({ wishSeen: sawWish(ctx) }) },
+			outer: {
+				cache: cachedFrom("games", "authors"),
+				params: { $$strict: "remove" },
+				handler: async ctx => ({ wishSeen: sawWish(ctx), inner: await ctx.call("shelf.inner") }),
+			},
+		},
+	});
+	beforeAll(() => broker.start());
+	afterAll(() => broker.stop());
+	const asGateway = (wish: HttpWish) => broker.call<HttpAnswer, object>("games.list", {}, { meta: { $http: wish } });
+
+	test("a hit is the kept bytes for the gateway, not parsed nor serialized again; records for any other caller", async () => {
+		const first = await asGateway({ encoding: null, held: [] });
+		expect(JSON.parse(first.body!.toString())).toEqual(list);
+		const parse = jest.spyOn(JSON, "parse");
+		const serialize = jest.spyOn(JSON, "stringify");
+		try {
+			const again = await asGateway({ encoding: null, held: [] });
+			expect(again).toBeInstanceOf(HttpAnswer);
+			expect(again.body).toBe(first.body);
+			expect(again.tag).toBe(first.tag);
+			expect(parse).not.toHaveBeenCalled();
+			expect(serialize).not.toHaveBeenCalled();
+		} finally {
+			parse.mockRestore();
+			serialize.mockRestore();
+		}
+		expect(await broker.call("games.list")).toEqual(list);
+		expect(runs).toBe(1);
+	});
+
+	test("each compressed form is made once per answer and kept beside it", async () => {
+		const zlib = jest.requireActual<typeof ZlibModule>("node:zlib");
+		const gzip = jest.spyOn(zlib, "gzip");
+		try {
+			await broker.cacher!.clean();
+			// Kept as JSON alone, then asked for gzip by several clients at once, then once more.
+			await asGateway({ encoding: null, held: [] });
+			const answers = await Promise.all([1, 2, 3].map(() => asGateway({ encoding: "gzip", held: [] })));
+			answers.push(await asGateway({ encoding: "gzip", held: [] }));
+			expect(gzip).toHaveBeenCalledTimes(1);
+			for (const answer of answers) expect(JSON.parse(gunzipSync(answer.body!).toString())).toEqual(list);
+			expect(answers.every(answer => answer.encoding === "gzip")).toBe(true);
+		} finally {
+			gzip.mockRestore();
+		}
+	});
+
+	test("the tag the client holds: no bytes at all", async () => {
+		const { tag } = await asGateway({ encoding: null, held: [] });
+		expect(await asGateway({ encoding: "gzip", held: [tag] })).toEqual(new HttpAnswer(tag, null, null));
+	});
+
+	test("the gateway's wish reaches neither the action nor the cached calls it makes, which get records", async () => {
+		const { body } = await broker.call<HttpAnswer, object>("shelf.outer", {}, { meta: { $http: { encoding: null, held: [] } } });
+		expect(JSON.parse(body!.toString())).toEqual({ wishSeen: false, inner: { wishSeen: false } });
 	});
 });

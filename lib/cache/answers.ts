@@ -1,0 +1,197 @@
+import {
+	METRIC,
+	type ActionCacheOptions,
+	type ActionHandler,
+	type ActionSchema,
+	type Context,
+	type Middleware,
+	type Service,
+} from "moleculer";
+import { compress, COMPRESS_FROM_BYTES, type Encoding } from "../http/compression";
+import { answerName } from "./cache";
+
+/**
+ * An answer as the cache keeps it: the JSON text it is sent as, and each compressed form once a
+ * client has asked for it. A hit is sent as it is kept: no parsing, no serializing.
+ */
+export type StoredAnswer = { json: Buffer } & Partial<Record<Encoding, Buffer>>;
+
+/** The bytes an answer takes in a cache: its forms and its key. */
+export const storedBytes = (answer: StoredAnswer, key: string) =>
+	answer.json.length + (answer.br?.length ?? 0) + (answer.gzip?.length ?? 0) + key.length;
+
+/** What a gateway asks of a cached read: the encoding its client accepts, the tags its client holds (lib/cache/cache.ts heldTags). */
+export interface HttpWish {
+	encoding: Encoding | null;
+	held: string[];
+}
+
+/** A lookup's outcome: the answer's key and tag, and the answer when it is kept (with the encoding wished for, if kept). */
+export interface Found {
+	key: string;
+	tag: string;
+	/** The client holds the current answer already. */
+	notModified?: boolean;
+	/** The answer when it is kept: its JSON, unless the encoding wished for was kept (then that form alone may come). */
+	answer?: Partial<StoredAnswer>;
+}
+
+/** A cacher that keeps answers as sent, under keys stamped with the generations of what they are made of (docs/caching.md). */
+export interface AnswerCache {
+	/**
+	 * The key and tag of the answer `name` (lib/cache/cache.ts answerName) made of the records of
+	 * `from`, as the generations are now, and the answer when it is kept; null when the cache
+	 * cannot say now (Redis unreachable, late or behind a write), and the read goes to the service.
+	 */
+	lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null>;
+	/** Keeps `answer` under `key`. */
+	keep(key: string, answer: StoredAnswer): Promise<unknown>;
+	/** Adds a compressed form to the answer kept under `key`, if it is still kept. */
+	addEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<unknown>;
+	/** Moves `service`'s generation on after a write; false when the move could not be recorded (the write stands). */
+	nextGeneration(service: string): Promise<boolean>;
+	/** Keeps off the answers made of `service` until its generation has moved on again: a write was not recorded. */
+	owe(service: string): void;
+}
+
+/** The `cache` option of a catalogue action: its answers are made of the records of `from`. */
+export interface CatalogueCache extends ActionCacheOptions {
+	from: readonly string[];
+}
+
+/** A cached action as a key is made from it: its name, its rules and where its answers come from. */
+type CachedAction = Pick<ActionSchema, "name" | "params" | "cache">;
+
+/**
+ * Of `params`, the fields the action's rules name, as sent: with `$$strict: "remove"` these are all
+ * the action ever reads, so the ignored `/game/{query}` segment and unknown query fields are left
+ * out of the key. Only the rules' field names are used, not the rules themselves: a remote
+ * action's rules arrive as JSON, without their functions, patterns or shared parts.
+ */
+export function fieldsRead(action: CachedAction, params: unknown): Record<string, unknown> {
+	const rules = action.params as Record<string, unknown> | undefined;
+	// Without it, a field the rules do not name would reach the handler but not the key.
+	if (rules?.$$strict !== "remove") throw new Error(`${action.name} is cached, so its params must be declared with $$strict: "remove"`);
+	const sent = (params ?? {}) as Record<string, unknown>;
+	return Object.fromEntries(
+		Object.keys(rules)
+			.filter(field => !field.startsWith("$$") && Object.hasOwn(sent, field))
+			.map(field => [field, sent[field]]),
+	);
+}
+
+/** The services a cached action's answers are made of; none for an action that is not cached. */
+export const sourcesOf = (action: Pick<ActionSchema, "cache">) => (action.cache as Partial<CatalogueCache> | undefined)?.from;
+
+/**
+ * A cached read's answer for the gateway: its tag and its bytes as they go on the wire, in
+ * `encoding` when compressed; no bytes when the client holds the answer already (a 304).
+ */
+export class HttpAnswer {
+	constructor(
+		readonly tag: string,
+		readonly body: Buffer | null,
+		readonly encoding: Encoding | null,
+	) {}
+}
+
+/** What a call's meta carries: the gateway's wish, and moleculer's own `$cache: false`. */
+type CacheMeta = { $http?: HttpWish; $cache?: boolean };
+
+/**
+ * A client's encoding of an answer, made once per answer and process even when several requests
+ * ask at once, then kept beside the answer (within the cache's bounds). A compression is
+ * forgotten here only once the cache has taken its bytes, and the lookups Redis answered before
+ * that (without the form: it answers one connection in order, perhaps in the same chunk) have
+ * come this far: they take promise steps only, all run before the next turn of the event loop.
+ */
+function encoder(cache: AnswerCache, warn: (message: string) => void) {
+	const making = new Map<string, Promise<Buffer>>();
+	return (key: string, json: Buffer, encoding: Encoding): Promise<Buffer> => {
+		const name = `${encoding} ${key}`;
+		let made = making.get(name);
+		if (!made) {
+			made = compress(json, encoding);
+			making.set(name, made);
+			made.then(bytes => cache.addEncoding(key, encoding, bytes))
+				.catch((err: Error) => warn(`Could not keep ${name}: ${err.message}`))
+				.finally(() => setImmediate(() => making.delete(name)));
+		}
+		return made;
+	};
+}
+
+/**
+ * The cacher's middleware, for a cacher that keeps answers as sent: a cached action, local or on
+ * another node, is looked up where it is called, so a hit costs one lookup and, for the gateway,
+ * one socket write. A miss runs the action (asking another node not to look up again: it would
+ * find the same miss) and keeps its JSON under the key the lookup gave, so a read that began
+ * before a write keeps its answer where no later read looks. The gateway says what it wants in
+ * `ctx.meta.$http` and gets an HttpAnswer; every other caller gets the answer as records.
+ */
+export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string) => void): Middleware {
+	const encoded = encoder(cache, warn);
+
+	/** The answer in the form the client accepts: kept already, or made now (and kept) when it is worth compressing. */
+	async function forHttp({ key, tag }: Found, answer: Partial<StoredAnswer>, { encoding }: HttpWish): Promise<HttpAnswer> {
+		const kept = encoding && answer[encoding];
+		if (kept) return new HttpAnswer(tag, kept, encoding);
+		const json = answer.json!;
+		if (encoding === null || json.length < COMPRESS_FROM_BYTES) return new HttpAnswer(tag, json, null);
+		return new HttpAnswer(tag, await encoded(key, json, encoding), encoding);
+	}
+
+	function cached(next: ActionHandler, action: ActionSchema, remote: boolean): ActionHandler {
+		const from = sourcesOf(action);
+		if (!from) return next;
+		return async function cachedRead(this: Service, ctx: Context<unknown, CacheMeta>): Promise<unknown> {
+			const wish = ctx.meta.$http;
+			// Neither crosses NATS nor reaches the calls the action makes.
+			delete ctx.meta.$http;
+			if (ctx.meta.$cache === false) {
+				if (!remote) delete ctx.meta.$cache;
+				return next.call(this, ctx);
+			}
+			const found = await cache
+				.lookup(answerName(action.name!, fieldsRead(action, ctx.params)), from, wish ?? null)
+				.catch((err: Error) => {
+					warn(`The cache did not answer a lookup of ${action.name} (${err.message}): it is read from its service.`);
+					return null;
+				});
+			if (!found) return next.call(this, ctx);
+			// moleculer's own cacher counts these; this one looks answers up in its stead.
+			ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_GET_TOTAL);
+			if (found.notModified) {
+				ctx.cachedResult = true;
+				return new HttpAnswer(found.tag, null, null);
+			}
+			if (found.answer) {
+				ctx.cachedResult = true;
+				ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_FOUND_TOTAL);
+				return wish ? forHttp(found, found.answer, wish) : JSON.parse(found.answer.json!.toString());
+			}
+			if (remote) ctx.meta.$cache = false;
+			let answer: unknown;
+			try {
+				answer = await next.call(this, ctx);
+			} finally {
+				// The meta of a call flows back to its caller; this request's other calls may use the cache.
+				if (remote) delete ctx.meta.$cache;
+			}
+			const json = JSON.stringify(answer);
+			if (json === undefined) return answer;
+			const stored: StoredAnswer = { json: Buffer.from(json) };
+			if (wish?.encoding && stored.json.length >= COMPRESS_FROM_BYTES)
+				stored[wish.encoding] = await compress(stored.json, wish.encoding);
+			ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_SET_TOTAL);
+			cache.keep(found.key, stored).catch((err: Error) => warn(`Could not cache ${action.name}: ${err.message}`));
+			return wish ? forHttp(found, stored, wish) : answer;
+		} as ActionHandler;
+	}
+
+	return {
+		name: "AnswerCache",
+		localAction: (next: ActionHandler, action: ActionSchema) => cached(next, action, false),
+		remoteAction: (next: ActionHandler, action: ActionSchema) => cached(next, action, true),
+	};
+}

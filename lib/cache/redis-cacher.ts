@@ -1,0 +1,211 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { Cachers, type ServiceBroker } from "moleculer";
+import type { Encoding } from "../http/compression";
+import { answerCacheMiddleware, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
+import { generationsKey } from "./cache";
+
+/** How long a command may wait for Redis: a late Redis costs a read its cache and a write its generation, never its answer. */
+const REDIS_WAIT_MS = 1000;
+
+/** How often a node tries again to move a generation Redis did not take. */
+const SETTLE_EVERY_MS = 1000;
+
+/**
+ * Lua: the current generations of the services named, read from Redis in the same round trip as
+ * the answer made of them, so that no node serves an answer a write answered before has
+ * replaced, whether or not it has heard of the write (docs/caching.md). It builds the answer's
+ * key (prefix, action and fields, `@`, epoch, generations) and tag (`redis.sha1hex`, as
+ * lib/cache/cache.ts answerTag); answers `not-modified` when the client holds the tag (no bytes
+ * sent), else the encoded form asked for, or the JSON. Read-only, so a Redis that pauses writes
+ * still answers it.
+ * KEYS[1] the generations hash; ARGV: prefix, n, n services, encoding or '', tags the client holds.
+ */
+const LOOKUP = `#!lua flags=no-writes
+local n = tonumber(ARGV[2])
+local fields = { 'epoch' }
+for i = 1, n do fields[i + 1] = ARGV[2 + i] end
+local stored = redis.call('HMGET', KEYS[1], unpack(fields))
+if not stored[1] then return { '', '', 'no-epoch' } end
+local generations = {}
+for i = 1, n do generations[i] = stored[i + 1] or '0' end
+local key = ARGV[1] .. '@' .. stored[1] .. ':' .. table.concat(generations, '.')
+local tag = redis.sha1hex(key)
+for i = n + 4, #ARGV do
+	if ARGV[i] == tag or ARGV[i] == '*' then return { key, tag, 'not-modified' } end
+end
+local encoding = ARGV[n + 3]
+if encoding ~= '' then
+	local encoded = redis.call('HGET', key, encoding)
+	if encoded then return { key, tag, 'hit', false, encoded } end
+end
+local json = redis.call('HGET', key, 'json')
+if not json then return { key, tag, 'miss' } end
+return { key, tag, 'hit', json }`;
+
+/**
+ * Lua: the cache's epoch, which every key carries: kept while it was made by this run of the
+ * Redis server, else (no epoch, or one restored from another run's snapshot, whose answers and
+ * generations may be older than the records) a new one, so that no key made before can be
+ * reached. KEYS[1] the generations hash; ARGV: the server's run id, a random text.
+ */
+const ADOPT_EPOCH = `
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if epoch and string.sub(epoch, 1, #ARGV[1] + 1) == ARGV[1] .. '.' then return epoch end
+epoch = ARGV[1] .. '.' .. ARGV[2]
+redis.call('HSET', KEYS[1], 'epoch', epoch)
+return epoch`;
+
+/** Lua: one more form of the answer kept under KEYS[1], if it is still kept (its expiry unchanged). ARGV: encoding, bytes. */
+const ADD_ENCODING = `
+if redis.call('HEXISTS', KEYS[1], 'json') == 0 then return 0 end
+return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
+
+/** The ioredis client with the scripts above defined on it (ioredis sends EVALSHA, and the script once when Redis lacks it). */
+interface AnswersClient extends Redis {
+	catalogueLookupBuffer(key: string, ...args: (string | number)[]): Promise<(Buffer | null)[]>;
+	catalogueAdopt(key: string, run: string, random: string): Promise<string>;
+	catalogueAddEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<number>;
+}
+
+/** `promise`, or a rejection once `ms` have passed. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+	try {
+		return await Promise.race([promise, late]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/**
+ * The cache every node of a cluster shares (REDIS_URL): moleculer's Redis cacher, holding answers
+ * as sent (a hash per answer: `json`, then `br` and `gzip` once asked for), with the generations
+ * and the epoch in one hash beside them. Every lookup reads the generations there, in the
+ * same round trip, so the broadcasts of the writes are not what a read's freshness rests on.
+ */
+export class RedisAnswers extends Cachers.Redis<AnswersClient> implements AnswerCache {
+	/** Whether this connection has checked the epoch: a Redis restarted from a snapshot may hold an old one. */
+	private epochChecked = false;
+	/** Counts the connections, so that a check begun on one is not taken for the next's. */
+	private connection = 0;
+	private checking: Promise<void> | null = null;
+	/** The services with a write whose generation Redis has not taken yet: their answers are not looked up here meanwhile. */
+	private readonly owed = new Set<string>();
+	private settling: NodeJS.Timeout | null = null;
+	private generations = "";
+
+	override init(broker: ServiceBroker): void {
+		super.init(broker);
+		this.generations = generationsKey(broker.namespace);
+		this.client.defineCommand("catalogueLookup", { numberOfKeys: 1, lua: LOOKUP });
+		this.client.defineCommand("catalogueAdopt", { numberOfKeys: 1, lua: ADOPT_EPOCH });
+		this.client.defineCommand("catalogueAddEncoding", { numberOfKeys: 1, lua: ADD_ENCODING });
+		this.client.on(
+			"ready",
+			() => void this.checkEpoch().catch((err: Error) => this.logger.warn(`Could not check the cache's epoch: ${err.message}`)),
+		);
+		this.client.on("close", () => {
+			this.epochChecked = false;
+			this.connection++;
+		});
+	}
+
+	/**
+	 * Resolves once this connection has checked the epoch (every key carries it); Redis's
+	 * commands wait for a connection meanwhile, and fail after ioredis's reconnection attempts.
+	 */
+	checkEpoch(): Promise<void> {
+		if (this.epochChecked) return Promise.resolve();
+		this.checking ??= (async () => {
+			const connection = this.connection;
+			const run = /run_id:(\w+)/.exec(await this.client.info("server"))?.[1] ?? "";
+			await this.client.catalogueAdopt(this.generations, run.slice(0, 12), randomBytes(6).toString("base64url"));
+			if (connection === this.connection) this.epochChecked = true;
+		})().finally(() => (this.checking = null));
+		return this.checking;
+	}
+
+	private usable(): boolean {
+		return this.client.status === "ready" && this.epochChecked;
+	}
+
+	async lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null> {
+		if (!this.usable() || from.some(service => this.owed.has(service))) return null;
+		const args = [(this.prefix ?? "") + name, from.length, ...from, wish?.encoding ?? "", ...(wish?.held ?? [])];
+		const [key, tag, outcome, json, encoded] = await within(
+			this.client.catalogueLookupBuffer(this.generations, ...args),
+			REDIS_WAIT_MS,
+		);
+		const found = { key: key!.toString(), tag: tag!.toString() };
+		switch (outcome!.toString()) {
+			case "no-epoch":
+				// The hash is gone (flushed, or evicted by a policy that evicts any key): a new epoch, then lookups again.
+				this.epochChecked = false;
+				void this.checkEpoch().catch(() => undefined);
+				return null;
+			case "not-modified":
+				return { ...found, notModified: true };
+			case "miss":
+				return found;
+		}
+		return { ...found, answer: json ? { json } : { [wish!.encoding!]: encoded! } };
+	}
+
+	async keep(key: string, answer: StoredAnswer): Promise<void> {
+		const forms = Object.entries(answer).flat();
+		const results = await this.client
+			.multi()
+			.hset(key, ...forms)
+			.expire(key, this.opts.ttl!)
+			.exec();
+		const failure = results?.find(([err]) => err)?.[0];
+		if (failure) throw failure;
+	}
+
+	addEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<number> {
+		return this.client.catalogueAddEncoding(key, encoding, bytes);
+	}
+
+	/** Redis's HINCRBY, so every writer of the cluster draws from one counter; else the service is owed a move. */
+	async nextGeneration(service: string): Promise<boolean> {
+		if (this.client.status === "ready")
+			try {
+				await within(this.client.hincrby(this.generations, service, 1), REDIS_WAIT_MS);
+				return true;
+			} catch (err) {
+				this.logger.warn(`Redis did not take ${service}'s next cache generation (${(err as Error).message}); trying again.`);
+			}
+		this.owe(service);
+		return false;
+	}
+
+	/** Until Redis takes a move of `service`'s generation, its answers are neither looked up nor kept by this node. */
+	owe(service: string): void {
+		this.owed.add(service);
+		this.settling ??= setInterval(() => void this.settle(), SETTLE_EVERY_MS).unref();
+	}
+
+	private async settle(): Promise<void> {
+		for (const service of this.owed)
+			if (this.client.status === "ready")
+				await within(this.client.hincrby(this.generations, service, 1), REDIS_WAIT_MS).then(
+					() => this.owed.delete(service),
+					() => undefined,
+				);
+		if (this.owed.size === 0 && this.settling) {
+			clearInterval(this.settling);
+			this.settling = null;
+		}
+	}
+
+	override close(): Promise<void> {
+		if (this.settling) clearInterval(this.settling);
+		return super.close();
+	}
+
+	override middleware() {
+		return answerCacheMiddleware(this, message => this.logger.warn(message));
+	}
+}

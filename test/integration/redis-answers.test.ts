@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { ServiceBroker } from "moleculer";
+import { generationsKey } from "../../lib/cache/cache";
+import { RedisAnswers } from "../../lib/cache/redis-cacher";
+import { waitFor } from "../support/process";
+import { startRedis, type RedisServer } from "../support/redis";
+
+// The shared cache's answers and generations in a Redis of the test's own, which it snapshots,
+// restarts, flushes and pauses (docs/caching.md): every node reads the generations there at each
+// lookup, whatever it has heard, and no key made before a write or before a restore is reached.
+
+const NAMESPACE = "answers";
+let redis: RedisServer;
+let dir: string;
+let admin: Redis;
+let brokers: ServiceBroker[] = [];
+
+/** A node with the shared cache: its own broker, no transporter, so it hears nothing from the other. */
+async function node(): Promise<RedisAnswers> {
+	const broker = new ServiceBroker({
+		logger: false,
+		namespace: NAMESPACE,
+		cacher: new RedisAnswers({ redis: redis.url as never, ttl: 60 }),
+	});
+	await broker.start();
+	brokers.push(broker);
+	const cacher = broker.cacher as RedisAnswers;
+	await cacher.checkEpoch();
+	return cacher;
+}
+
+const ready = (cacher: RedisAnswers) =>
+	waitFor("the node checks the cache's epoch again", async () => (await games(cacher)) !== null, [], 15_000);
+const games = (cacher: RedisAnswers) => cacher.lookup("games.list:{}", ["games", "authors"], null);
+const kept = { json: Buffer.from('[{"id":"1","title":"Catan"}]') };
+
+beforeAll(async () => {
+	dir = mkdtempSync(path.join(tmpdir(), "catalogue-redis-"));
+	redis = await startRedis(10_000, ["--dir", dir]);
+	admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+	admin.on("error", () => undefined);
+});
+afterEach(async () => {
+	await Promise.all(brokers.map(broker => broker.stop()));
+	brokers = [];
+});
+afterAll(async () => {
+	admin?.disconnect();
+	await redis?.stop();
+	rmSync(dir, { recursive: true, force: true });
+});
+
+test("a write on one node changes the key another node looks up next, with no news between them", async () => {
+	const [reader, writer] = [await node(), await node()];
+	const before = (await games(reader))!;
+	await reader.keep(before.key, kept);
+	expect((await games(reader))!.answer).toEqual(kept);
+	expect(await writer.nextGeneration("authors")).toBe(true);
+	const after = (await games(reader))!;
+	expect(after.key).not.toBe(before.key);
+	expect(after.answer).toBeUndefined();
+	expect(await admin.hget(generationsKey(NAMESPACE), "authors")).toBe("1");
+});
+
+test("a hit, a miss and a 304 are each one command to Redis, and a 304 sends no bytes of the answer", async () => {
+	const cacher = await node();
+	const { key, tag } = (await games(cacher))!;
+	await cacher.keep(key, kept);
+	// Every command Redis receives from a client, as MONITOR reports it (a script's own calls come from "lua").
+	const monitor = await admin.monitor();
+	const commands: string[] = [];
+	monitor.on("monitor", (_time: string, args: string[], source: string) => {
+		if (source !== "lua") commands.push(args[0].toLowerCase());
+	});
+	try {
+		expect((await games(cacher))!.answer).toEqual(kept);
+		expect(await cacher.lookup("games.list:{}", ["games", "authors"], { encoding: null, held: [tag] })).toEqual({
+			key,
+			tag,
+			notModified: true,
+		});
+		expect((await cacher.lookup("authors.list:{}", ["authors"], null))!.answer).toBeUndefined();
+		await waitFor("MONITOR reports the three lookups", () => Promise.resolve(commands.length >= 3), [], 5000);
+	} finally {
+		monitor.disconnect();
+	}
+	expect(commands).toEqual(["evalsha", "evalsha", "evalsha"]);
+});
+
+test("Redis restored from a snapshot older than a write: a new epoch, so the answer kept before the write is not reached", async () => {
+	const cacher = await node();
+	const { key } = (await games(cacher))!;
+	await cacher.keep(key, kept);
+	await admin.save();
+	expect(await cacher.nextGeneration("games")).toBe(true);
+	// Killed and started again on its snapshot: the answer and the generations as they were before the write.
+	await redis.stop();
+	await redis.start();
+	expect(await admin.exists(key)).toBe(1);
+	await ready(cacher);
+	const found = (await games(cacher))!;
+	expect(found.key).not.toBe(key);
+	expect(found.answer).toBeUndefined();
+	rmSync(path.join(dir, "dump.rdb"), { force: true });
+});
+
+test("the generations lost alone (an eviction policy that takes any key): lookups keep off until a new epoch is made", async () => {
+	const cacher = await node();
+	const { key } = (await games(cacher))!;
+	await cacher.keep(key, kept);
+	await admin.del(generationsKey(NAMESPACE));
+	expect(await games(cacher)).toBeNull();
+	await ready(cacher);
+	expect((await games(cacher))!.key).not.toBe(key);
+});
+
+test("Redis holding its writes: a lookup still answers, a write answers within a second and its service is kept off until Redis takes the move", async () => {
+	const [reader, writer] = [await node(), await node()];
+	const { key } = (await games(reader))!;
+	await admin.call("CLIENT", "PAUSE", "2500", "WRITE");
+	expect((await games(reader))!.key).toBe(key);
+	const started = Date.now();
+	expect(await writer.nextGeneration("games")).toBe(false);
+	expect(Date.now() - started).toBeLessThan(1500);
+	expect(await games(writer)).toBeNull();
+	// What the writer's broadcast tells the reader (mixins/cache.mixin.ts generationNews).
+	reader.owe("games");
+	expect(await games(reader)).toBeNull();
+	await waitFor("Redis takes the owed moves", async () => (await games(reader)) !== null && (await games(writer)) !== null, [], 10_000);
+	expect((await games(reader))!.key).not.toBe(key);
+}, 20_000);
