@@ -1,7 +1,8 @@
 import { Agent, request } from "node:http";
 
 // A steady load of writes through the gateway, for the fault tests: every outcome is recorded with
-// its timing, and every write carries a name of its own, so a failed write can be looked for.
+// its timing, and every write carries a name of its own, so a failed write can be looked for. And a
+// load of reads, which only keeps a gateway busy and counts its answers.
 
 /** No answer within this is a hang. */
 export const HANG_MS = 10_000;
@@ -95,3 +96,61 @@ export class Load {
 }
 
 export const show = (o: Outcome) => `${o.name} +${o.ended - o.started}ms ${o.status ?? o.error} ${JSON.stringify(o.body ?? "")}`;
+
+/**
+ * `connections` keep-alive connections, each sending GET `path` again as soon as the answer has
+ * arrived, until `stop()` or for `durationMs` at most. Bodies are read and dropped: the load costs
+ * the test process as little as it can, and its answers are only counted.
+ */
+export class ReadLoad {
+	/** 200s received. */
+	answered = 0;
+	/** Other statuses, and requests that got no answer. */
+	failed = 0;
+	private running = true;
+	private readonly agent: Agent;
+	private readonly loops: Promise<void>[];
+
+	constructor(
+		readonly base: string,
+		readonly path: string,
+		connections: number,
+		durationMs: number,
+	) {
+		this.agent = new Agent({ keepAlive: true, maxSockets: connections });
+		const until = Date.now() + durationMs;
+		this.loops = Array.from({ length: connections }, async () => {
+			while (this.running && Date.now() < until) {
+				if (await this.read()) this.answered++;
+				else {
+					this.failed++;
+					await new Promise(resolve => setTimeout(resolve, 50));
+				}
+			}
+		});
+	}
+
+	/** One GET, bounded by HANG_MS: whether it answered 200. */
+	private read(): Promise<boolean> {
+		return new Promise(resolve => {
+			const req = request(this.base + this.path, { agent: this.agent }, res => {
+				res.resume();
+				res.on("end", () => resolve(res.statusCode === 200));
+				res.on("error", () => resolve(false));
+			});
+			const timer = setTimeout(() => req.destroy(new Error("no answer")), HANG_MS);
+			req.on("error", () => resolve(false));
+			req.on("close", () => clearTimeout(timer));
+			req.end();
+		});
+	}
+
+	/** Stops sending; resolves once every connection's last answer is in. */
+	async stop(): Promise<void> {
+		this.running = false;
+		await Promise.all(this.loops);
+		this.agent.destroy();
+	}
+
+	toString = () => `GET ${this.path} at ${this.base}: ${this.answered} answered, ${this.failed} failed`;
+}

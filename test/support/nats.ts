@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, listening, root } from "./process";
+import { freePort, freePorts, listening, root, waitFor } from "./process";
 
 /** Debian's package installs it here; elsewhere it must be on PATH (see test/README.md). */
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
@@ -14,18 +16,31 @@ export interface NatsServer {
 	start(): Promise<void>;
 }
 
+export interface NatsOptions {
+	/** The client port; a free one by default. */
+	port?: number;
+	/** Started under `nice -n <niceness>`: a server with less CPU than its neighbours when the CPUs are busy. */
+	niceness?: number;
+}
+
 /**
  * A nats-server of the test's own, configured as a cluster's (nats.conf) or with `config`, on a
  * free loopback port, ready when this resolves.
  */
-export async function startNats(timeoutMs = 10_000, config = path.join(root, "nats.conf")): Promise<NatsServer> {
-	const port = await freePort();
+export async function startNats(
+	timeoutMs = 10_000,
+	config = path.join(root, "nats.conf"),
+	{ port: chosenPort, niceness }: NatsOptions = {},
+): Promise<NatsServer> {
+	const port = chosenPort ?? (await freePort());
+	const command = [NATS_SERVER, "-c", config, "-a", "127.0.0.1", "-p", String(port)];
 	let child: ChildProcess | undefined;
 	let output = "";
 
 	async function start() {
 		output = "";
-		child = spawn(NATS_SERVER, ["-c", config, "-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
+		const [file, ...args] = niceness === undefined ? command : ["nice", "-n", String(niceness), ...command];
+		child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] });
 		child.stdout!.on("data", chunk => (output += chunk));
 		child.stderr!.on("data", chunk => (output += chunk));
 		const failed = new Promise<never>((_, reject) => {
@@ -46,4 +61,60 @@ export async function startNats(timeoutMs = 10_000, config = path.join(root, "na
 
 	await start();
 	return { url: `nats://127.0.0.1:${port}`, port, stop, start };
+}
+
+/** nats-servers joined by routes into one NATS cluster: a client of any of them reaches the clients of all. */
+export interface NatsCluster {
+	/** The servers, each with a client port of its own. */
+	servers: NatsServer[];
+	/** Stops every server and removes their configuration files. */
+	stop(): Promise<void>;
+}
+
+/** How many routes a server of a cluster has up, as its monitoring endpoint lists them. */
+async function routesUp(monitorPort: number): Promise<number> {
+	const response = await fetch(`http://127.0.0.1:${monitorPort}/routez`);
+	return ((await response.json()) as { num_routes: number }).num_routes;
+}
+
+/**
+ * `size` nats-servers on free loopback ports, each configured as nats.conf plus a `cluster {}`
+ * block with a route to every other one and a monitoring port; ready once every route is up.
+ */
+export async function startNatsCluster(size = 3, timeoutMs = 10_000, options: Omit<NatsOptions, "port"> = {}): Promise<NatsCluster> {
+	const folder = await mkdtemp(path.join(tmpdir(), "nats-cluster-"));
+	const servers: NatsServer[] = [];
+	const stop = async () => {
+		await Promise.all(servers.map(server => server.stop()));
+		await rm(folder, { recursive: true, force: true });
+	};
+	try {
+		const base = await readFile(path.join(root, "nats.conf"), "utf8");
+		const ports = await freePorts(3 * size);
+		const [clientPorts, routePorts, monitorPorts] = [0, 1, 2].map(kind => ports.slice(kind * size, (kind + 1) * size));
+		for (let i = 0; i < size; i++) {
+			const routes = routePorts.filter((_, other) => other !== i).map(port => `"nats://127.0.0.1:${port}"`);
+			const cluster = [
+				`http: "127.0.0.1:${monitorPorts[i]}"`,
+				"cluster {",
+				"\tname: catalogue-test",
+				`\tlisten: "127.0.0.1:${routePorts[i]}"`,
+				`\troutes: [${routes.join(", ")}]`,
+				"}",
+			];
+			const config = path.join(folder, `nats-${i}.conf`);
+			await writeFile(config, `${base}\n${cluster.join("\n")}\n`);
+			servers.push(await startNats(timeoutMs, config, { ...options, port: clientPorts[i] }));
+		}
+		await waitFor(
+			`each of the ${size} nats-servers has a route to every other`,
+			async () => (await Promise.all(monitorPorts.map(routesUp))).every(routes => routes === size - 1),
+			[],
+			timeoutMs,
+		);
+	} catch (err) {
+		await stop();
+		throw err;
+	}
+	return { servers, stop };
 }

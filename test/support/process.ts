@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import path from "node:path";
 import { Api, within } from "./catalogue";
 
@@ -16,6 +16,23 @@ export function freePort(): Promise<number> {
 		});
 		server.on("error", reject);
 	});
+}
+
+/** `count` different ports nothing listens on right now: each is held until all are found. */
+export async function freePorts(count: number): Promise<number[]> {
+	const servers = await Promise.all(
+		Array.from(
+			{ length: count },
+			() =>
+				new Promise<Server>((resolve, reject) => {
+					const server = createServer().listen(0, "127.0.0.1", () => resolve(server));
+					server.on("error", reject);
+				}),
+		),
+	);
+	const ports = servers.map(server => (server.address() as { port: number }).port);
+	await Promise.all(servers.map(server => new Promise(resolve => server.close(resolve))));
+	return ports;
 }
 
 /** Whether something accepts a TCP connection on 127.0.0.1:`port` now. */
