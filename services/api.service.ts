@@ -10,6 +10,7 @@ import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
+import { clientAddressOf } from "../lib/http/client-address";
 import { texts } from "../lib/catalogue/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
 import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
@@ -53,7 +54,10 @@ type RoutedRequest = IncomingMessage & { $action?: ActionSchema; $params?: unkno
 export const REQUEST_ARRIVAL_MS = 30_000;
 
 /** What the gateway is built from: lib/config/config.ts, or a test's own values. */
-export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken" | "production">;
+export type GatewayOptions = Pick<
+	CatalogueConfig,
+	"port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "trustProxy" | "apiToken" | "production"
+>;
 
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
 export const OPEN_WRITES_WARNING =
@@ -64,14 +68,10 @@ export const OPEN_WRITES_WARNING =
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
 	const { apiToken, rateLimit } = options;
 	const cors = corsPolicy(options.corsOrigins);
-	// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
+	// Keyed by the client's address: its connection's, or through the proxies TRUST_PROXY declares, the one
+	// they forwarded (lib/http/client-address.ts). X-Forwarded-For is otherwise whatever the client says.
 	const rateLimitPolicy = rateLimit
-		? {
-				window: rateLimit.windowMs,
-				limit: rateLimit.limit,
-				headers: true,
-				key: (req: IncomingMessage) => req.socket.remoteAddress ?? "",
-			}
+		? { window: rateLimit.windowMs, limit: rateLimit.limit, headers: true, key: clientAddressOf(options.trustProxy) }
 		: undefined;
 	return {
 		name: "api",

@@ -225,6 +225,22 @@ describe("RATE_LIMIT", () => {
 	});
 });
 
+describe("RATE_LIMIT behind a proxy TRUST_PROXY declares", () => {
+	const { api } = catalogueWith({ settings: { rateLimit: { limit: 1, windowMs: 60_000 }, trustProxy: { proxies: ["loopback"] } } });
+	const via = (forwardedFor?: string) =>
+		api().send("GET", "/author", undefined, undefined, forwardedFor === undefined ? {} : { "X-Forwarded-For": forwardedFor });
+
+	test("each client is known by the address the proxy forwarded, and limited on its own", async () => {
+		expect((await via("198.51.100.1")).status).toBe(200);
+		expectFailure(await via("198.51.100.1"), 429, "Too many requests from this address; try again later");
+		expect((await via("198.51.100.2")).status).toBe(200);
+		// The address the client wrote itself, before the one the proxy appended, is not believed.
+		expect((await via("203.0.113.9, 198.51.100.1")).status).toBe(429);
+		// A request the proxy sent without forwarding anyone is the proxy's own.
+		expect((await via()).status).toBe(200);
+	});
+});
+
 describe("RATE_LIMIT on the docs page's files", () => {
 	const { api } = catalogueWith({ settings: { rateLimit: { limit: 3, windowMs: 60_000 } } });
 
