@@ -11,6 +11,7 @@ import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { cachedAnswerTag, generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
 import { clientAddressOf } from "../lib/http/client-address";
+import { rateLimitSettings } from "../lib/http/rate-limit";
 import { texts } from "../lib/catalogue/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
 import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
@@ -68,11 +69,10 @@ export const OPEN_WRITES_WARNING =
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
 	const { apiToken, rateLimit } = options;
 	const cors = corsPolicy(options.corsOrigins);
-	// Keyed by the client's address: its connection's, or through the proxies TRUST_PROXY declares, the one
-	// they forwarded (lib/http/client-address.ts). X-Forwarded-For is otherwise whatever the client says.
-	const rateLimitPolicy = rateLimit
-		? { window: rateLimit.windowMs, limit: rateLimit.limit, headers: true, key: clientAddressOf(options.trustProxy) }
-		: undefined;
+	// Each route counts per client (lib/http/rate-limit.ts), known by its connection's address or, through the
+	// proxies TRUST_PROXY declares, by the address they forwarded: X-Forwarded-For is otherwise whatever the client says.
+	const clientAddress = clientAddressOf(options.trustProxy);
+	const rateLimitPolicy = (route: string) => (rateLimit ? rateLimitSettings(rateLimit, route, clientAddress) : undefined);
 	return {
 		name: "api",
 		// The gateway's node looks reads up in the shared cache itself (middlewares/remote-cache), so it
@@ -96,7 +96,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					bodyParsers: { json: { limit: options.bodyLimit } },
 					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
 					cors,
-					rateLimit: rateLimitPolicy,
+					rateLimit: rateLimitPolicy("catalogue"),
 					authorization: apiToken !== null,
 					// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
 					// tracked, their calls would make the broker wait for them before the gateway even
@@ -145,7 +145,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					use: [limitUrlLength, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
 					// The page and its script get moleculer-web's weak tag of their text; serve-static tags the files.
 					etag: "weak",
-					rateLimit: rateLimitPolicy,
+					rateLimit: rateLimitPolicy("docs"),
 					callOptions: { tracking: false },
 				},
 			],
