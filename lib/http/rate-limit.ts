@@ -9,7 +9,7 @@ import type { ClientAddress } from "./client-address";
 export const REDIS_COUNT_WAIT_MS = 250;
 
 /** After Redis failed or was late, how long a gateway counts in its own memory before it asks Redis again. */
-const REDIS_RETRY_MS = 1000;
+export const REDIS_RETRY_MS = 1000;
 
 /**
  * How long a count stays in Redis after its window ends: a gateway whose clock runs behind by

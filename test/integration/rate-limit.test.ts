@@ -4,7 +4,7 @@ import Redis from "ioredis";
 import { ServiceBroker } from "moleculer";
 import { cacherOptions } from "../../lib/cache/cache";
 import { config } from "../../lib/config/config";
-import { CLOCK_SKEW_MS, REDIS_COUNT_WAIT_MS, windowStart } from "../../lib/http/rate-limit";
+import { CLOCK_SKEW_MS, REDIS_COUNT_WAIT_MS, REDIS_RETRY_MS, windowStart } from "../../lib/http/rate-limit";
 import { apiService } from "../../services/api.service";
 import { gatewayApi } from "../support/catalogue";
 import { startNats, type NatsServer } from "../support/nats";
@@ -155,8 +155,8 @@ async function answeredAtOnce(gateway: number, client: string, count: number): P
 	return answered;
 }
 
-/** Once a gateway has failed to count in Redis, it asks Redis again after a second. */
-const redisAskedAgain = () => new Promise(resolve => setTimeout(resolve, 1100));
+/** Once a gateway has failed to count in Redis, it asks Redis again after REDIS_RETRY_MS. */
+const redisAskedAgain = () => new Promise(resolve => setTimeout(resolve, REDIS_RETRY_MS + 100));
 
 test("Redis late: every request is answered at once, limited by each gateway in its own memory; in time again, the count is shared", async () => {
 	const admin = new Redis(redis.url);
