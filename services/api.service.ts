@@ -11,6 +11,8 @@ import { HttpAnswer, sourcesOf, type HttpWish } from "../lib/cache/answers";
 import { etagOf, heldTags } from "../lib/cache/cache";
 import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
+import { clientAddressOf } from "../lib/http/client-address";
+import { rateLimitSettings } from "../lib/http/rate-limit";
 import { texts } from "../lib/catalogue/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
 import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
@@ -66,7 +68,10 @@ function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, r
 export const REQUEST_ARRIVAL_MS = 30_000;
 
 /** What the gateway is built from: lib/config/config.ts, or a test's own values. */
-export type GatewayOptions = Pick<CatalogueConfig, "port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "apiToken" | "production">;
+export type GatewayOptions = Pick<
+	CatalogueConfig,
+	"port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "trustProxy" | "apiToken" | "production"
+>;
 
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
 export const OPEN_WRITES_WARNING =
@@ -77,15 +82,10 @@ export const OPEN_WRITES_WARNING =
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
 	const { apiToken, rateLimit } = options;
 	const cors = corsPolicy(options.corsOrigins);
-	// Keyed by the connection's address: X-Forwarded-For is whatever the client says.
-	const rateLimitPolicy = rateLimit
-		? {
-				window: rateLimit.windowMs,
-				limit: rateLimit.limit,
-				headers: true,
-				key: (req: IncomingMessage) => req.socket.remoteAddress ?? "",
-			}
-		: undefined;
+	// Each route counts per client (lib/http/rate-limit.ts), known by its connection's address or, through the
+	// proxies TRUST_PROXY declares, by the address they forwarded: X-Forwarded-For is otherwise whatever the client says.
+	const clientAddress = clientAddressOf(options.trustProxy);
+	const rateLimitPolicy = (route: string) => (rateLimit ? rateLimitSettings(rateLimit, route, clientAddress) : undefined);
 	return {
 		name: "api",
 		// The gateway's node looks reads up in the cache itself (lib/cache/answers.ts), so it hears
@@ -109,7 +109,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					bodyParsers: { json: { limit: options.bodyLimit } },
 					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
 					cors,
-					rateLimit: rateLimitPolicy,
+					rateLimit: rateLimitPolicy("catalogue"),
 					authorization: apiToken !== null,
 					// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
 					// tracked, their calls would make the broker wait for them before the gateway even
@@ -158,7 +158,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					use: [limitUrlLength, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
 					// The page and its script get moleculer-web's weak tag of their text; serve-static tags the files.
 					etag: "weak",
-					rateLimit: rateLimitPolicy,
+					rateLimit: rateLimitPolicy("docs"),
 					callOptions: { tracking: false },
 				},
 			],

@@ -1,4 +1,5 @@
 import path from "node:path";
+import proxyaddr from "proxy-addr";
 import { SERVICE_NAMES, type ServiceName } from "../catalogue/services";
 
 /** Everything the catalogue reads from the environment, read and checked once at start-up. */
@@ -36,6 +37,8 @@ export interface CatalogueConfig {
 	corsOrigins: string[];
 	/** Requests a client address may send per window (`RATE_LIMIT`, `RATE_LIMIT_WINDOW` seconds, default 60); off when unset or 0. */
 	rateLimit: RateLimit | null;
+	/** The proxies whose `X-Forwarded-For` names the client (`TRUST_PROXY`); none when unset: a client is its connection's address. */
+	trustProxy: TrustProxy | null;
 	/** Redis URL (`REDIS_URL`) of the read cache every node shares; none caches in memory in one process, and not at all in a cluster. */
 	redisUrl: string | null;
 	/** Bytes the in-memory cache of one process may hold (`CACHE_MAX_MB`, default 64; 0 turns it off). */
@@ -61,6 +64,12 @@ export interface RateLimit {
 	limit: number;
 	windowMs: number;
 }
+
+/**
+ * As Express's "trust proxy": the proxies nearest the gateway, as a number of hops (whoever
+ * connects, and as many before it), or as their addresses and subnets.
+ */
+export type TrustProxy = { hops: number } | { proxies: string[] };
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 
@@ -110,6 +119,32 @@ function rateLimit(limit: string | undefined, window: string | undefined): RateL
 	const requests = wholeNumber("RATE_LIMIT", limit || "0", 0, 1_000_000);
 	const windowMs = wholeNumber("RATE_LIMIT_WINDOW", window || "60", 1, 86_400) * 1000;
 	return requests === 0 ? null : { limit: requests, windowMs };
+}
+
+/**
+ * A whole number of hops, or a list proxy-addr compiles (addresses, subnets, `loopback`,
+ * `linklocal`, `uniquelocal`), not both: Express takes them apart too. Trusting every hop (Express's
+ * `true`) would let any client name itself, so it is not offered.
+ */
+function trustProxy(value: string | undefined): TrustProxy | null {
+	const items = commaList(value);
+	if (items.length === 0) return null;
+	const hops = items.filter(item => /^\d+$/.test(item));
+	if (hops.length > 0) {
+		// proxy-addr would read a bare number in a list as an address (1 is 0.0.0.1).
+		if (items.length > 1) throw new ConfigError(`TRUST_PROXY takes a number of hops alone, not in a list; got "${value}"`);
+		const count = wholeNumber("TRUST_PROXY", hops[0], 0, 16);
+		return count === 0 ? null : { hops: count };
+	}
+	try {
+		proxyaddr.compile(items);
+	} catch (err) {
+		throw new ConfigError(
+			`TRUST_PROXY must be a number of hops, or addresses and subnets of proxies (10.0.0.0/8, loopback, linklocal, uniquelocal), ` +
+				`comma-separated; got "${value}" (${(err as Error).message})`,
+		);
+	}
+	return { proxies: items };
 }
 
 function redisUrl(value: string | undefined): string | null {
@@ -171,6 +206,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
 		corsOrigins: corsOrigins(env.CORS_ORIGINS),
 		rateLimit: rateLimit(env.RATE_LIMIT, env.RATE_LIMIT_WINDOW),
+		trustProxy: trustProxy(env.TRUST_PROXY),
 		redisUrl: redisUrl(env.REDIS_URL),
 		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,
 		apiToken: apiToken(env.API_TOKEN),

@@ -4,6 +4,7 @@ import type { Middleware } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import { REQUEST_ARRIVAL_MS } from "../../services/api.service";
 import { localService, startCatalogue, type Answer, type Api, type Catalogue, type CatalogueOptions } from "../support/catalogue";
+import { roomInWindow } from "../support/rate-limit";
 
 /** A catalogue for one describe block, started with its own gateway settings. */
 function catalogueWith(options: CatalogueOptions = {}): { api(): Api; catalogue(): Catalogue } {
@@ -203,6 +204,7 @@ describe("an unexpected error", () => {
 
 describe("RATE_LIMIT", () => {
 	const { api, catalogue } = catalogueWith({ settings: { rateLimit: { limit: 3, windowMs: 60_000 } } });
+	beforeAll(() => roomInWindow(60_000, 10_000), 15_000);
 
 	test("a client address gets its limit per window, then 429 with a msg and Retry-After", async () => {
 		const allowed = [];
@@ -225,8 +227,26 @@ describe("RATE_LIMIT", () => {
 	});
 });
 
+describe("RATE_LIMIT behind a proxy TRUST_PROXY declares", () => {
+	const { api } = catalogueWith({ settings: { rateLimit: { limit: 1, windowMs: 60_000 }, trustProxy: { proxies: ["loopback"] } } });
+	beforeAll(() => roomInWindow(60_000, 10_000), 15_000);
+	const via = (forwardedFor?: string) =>
+		api().send("GET", "/author", undefined, undefined, forwardedFor === undefined ? {} : { "X-Forwarded-For": forwardedFor });
+
+	test("each client is known by the address the proxy forwarded, and limited on its own", async () => {
+		expect((await via("198.51.100.1")).status).toBe(200);
+		expectFailure(await via("198.51.100.1"), 429, "Too many requests from this address; try again later");
+		expect((await via("198.51.100.2")).status).toBe(200);
+		// The address the client wrote itself, before the one the proxy appended, is not believed.
+		expect((await via("203.0.113.9, 198.51.100.1")).status).toBe(429);
+		// A request the proxy sent without forwarding anyone is the proxy's own.
+		expect((await via()).status).toBe(200);
+	});
+});
+
 describe("RATE_LIMIT on the docs page's files", () => {
 	const { api } = catalogueWith({ settings: { rateLimit: { limit: 3, windowMs: 60_000 } } });
+	beforeAll(() => roomInWindow(60_000, 10_000), 15_000);
 
 	test("the files /docs serves spend the same budget as its page, then answer 429", async () => {
 		const statuses = [];
@@ -249,6 +269,7 @@ describe("RATE_LIMIT_WINDOW", () => {
 	const { api } = catalogueWith({ settings: { rateLimit: { limit: 1, windowMs: 1000 } } });
 
 	test("the budget comes back when the window starts again", async () => {
+		await roomInWindow(1000, 500);
 		await api().get("/author");
 		const refused = await api().get("/author");
 		expect(refused.status).toBe(429);

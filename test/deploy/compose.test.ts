@@ -156,13 +156,15 @@ describe("docker-compose.yml", () => {
 		expect(repl).toMatchObject({ stdin_open: true, tty: true, restart: "no" });
 	});
 
-	test("the gateway takes API_TOKEN, CORS_ORIGINS and the rate limit from the environment, off by default", () => {
+	test("the gateway takes API_TOKEN, CORS_ORIGINS, the rate limit and TRUST_PROXY from the environment, off by default", () => {
 		expect(environment(compose.services.api)).toMatchObject({
 			API_TOKEN: "${API_TOKEN:-}",
 			CORS_ORIGINS: "${CORS_ORIGINS:-}",
 			RATE_LIMIT: "${RATE_LIMIT:-0}",
 			RATE_LIMIT_WINDOW: "${RATE_LIMIT_WINDOW:-60}",
+			TRUST_PROXY: "${TRUST_PROXY:-}",
 		});
+		expect(readConfig({ TRUST_PROXY: interpolated(compose.services.api).TRUST_PROXY }).trustProxy).toBeNull();
 		for (const [name, service] of nodes) if (name !== "api") expect(environment(service).API_TOKEN).toBeUndefined();
 	});
 

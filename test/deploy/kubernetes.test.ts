@@ -127,6 +127,10 @@ describe("deploy/kubernetes", () => {
 			}
 		});
 
+		test("the gateway knows a client by the address the Ingress controller forwarded: one hop of X-Forwarded-For (TRUST_PROXY=1)", () => {
+			expect(readConfig(settings.data).trustProxy).toEqual({ hops: 1 });
+		});
+
 		test("the gateway pauses before it stops, so the Service stops sending it connections first", () => {
 			expect(containers.find(({ name }) => name === "api")!.container.lifecycle.preStop.sleep.seconds).toBeGreaterThan(0);
 		});

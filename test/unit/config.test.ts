@@ -19,6 +19,7 @@ describe("readConfig", () => {
 			healthPort: null,
 			corsOrigins: [],
 			rateLimit: null,
+			trustProxy: null,
 			redisUrl: null,
 			cacheMaxBytes: 64 * 1024 * 1024,
 			apiToken: null,
@@ -46,6 +47,7 @@ describe("readConfig", () => {
 			CORS_ORIGINS: "https://app.example.com, http://localhost:5173",
 			RATE_LIMIT: "100",
 			RATE_LIMIT_WINDOW: "10",
+			TRUST_PROXY: "10.0.0.0/8, loopback",
 			REDIS_URL: "redis://cache:6379/2",
 			CACHE_MAX_MB: "16",
 			API_TOKEN: "0123456789abcdef-token",
@@ -71,6 +73,7 @@ describe("readConfig", () => {
 			healthPort: 3001,
 			corsOrigins: ["https://app.example.com", "http://localhost:5173"],
 			rateLimit: { limit: 100, windowMs: 10_000 },
+			trustProxy: { proxies: ["10.0.0.0/8", "loopback"] },
 			redisUrl: "redis://cache:6379/2",
 			cacheMaxBytes: 16 * 1024 * 1024,
 			apiToken: "0123456789abcdef-token",
@@ -85,6 +88,16 @@ describe("readConfig", () => {
 		expect(readConfig({ RATE_LIMIT: "0" }).rateLimit).toBeNull();
 		expect(readConfig({ RATE_LIMIT: "5" }).rateLimit).toEqual({ limit: 5, windowMs: 60_000 });
 		expect(readConfig({ CORS_ORIGINS: "*" }).corsOrigins).toEqual(["*"]);
+	});
+
+	test("TRUST_PROXY: a number of hops, or the proxies' addresses, subnets and proxy-addr's names; 0 trusts none", () => {
+		expect(readConfig({ TRUST_PROXY: "1" }).trustProxy).toEqual({ hops: 1 });
+		expect(readConfig({ TRUST_PROXY: " 2 " }).trustProxy).toEqual({ hops: 2 });
+		expect(readConfig({ TRUST_PROXY: "0" }).trustProxy).toBeNull();
+		expect(readConfig({ TRUST_PROXY: "" }).trustProxy).toBeNull();
+		expect(readConfig({ TRUST_PROXY: "uniquelocal,linklocal,192.0.2.10,2001:db8::/32,10.0.0.0/255.0.0.0" }).trustProxy).toEqual({
+			proxies: ["uniquelocal", "linklocal", "192.0.2.10", "2001:db8::/32", "10.0.0.0/255.0.0.0"],
+		});
 	});
 
 	test("logs are JSON in production and text elsewhere unless LOG_FORMAT says", () => {
@@ -116,6 +129,15 @@ describe("readConfig", () => {
 		[{ CORS_ORIGINS: "https://app.example.com/path" }, /CORS_ORIGINS/],
 		[{ RATE_LIMIT: "lots" }, /RATE_LIMIT/],
 		[{ RATE_LIMIT: "10", RATE_LIMIT_WINDOW: "0" }, /RATE_LIMIT_WINDOW/],
+		[
+			{ TRUST_PROXY: "true" },
+			/TRUST_PROXY must be a number of hops, or addresses and subnets of proxies .*got "true" \(invalid IP address: true\)/,
+		],
+		[{ TRUST_PROXY: "*" }, /TRUST_PROXY must be a number of hops/],
+		[{ TRUST_PROXY: "loopback,proxy.example.com" }, /TRUST_PROXY .*invalid IP address: proxy.example.com/],
+		[{ TRUST_PROXY: "10.0.0.0/33" }, /TRUST_PROXY .*invalid range on address: 10.0.0.0\/33/],
+		[{ TRUST_PROXY: "1,loopback" }, /TRUST_PROXY takes a number of hops alone, not in a list; got "1,loopback"/],
+		[{ TRUST_PROXY: "17" }, /TRUST_PROXY must be a whole number from 0 to 16; got "17"/],
 		[{ REDIS_URL: "cache:6379" }, /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
 		[{ CACHE_MAX_MB: "64MB" }, /CACHE_MAX_MB must be a whole number from 0 to 65536; got "64MB"/],
 		[{ CACHE_MAX_MB: "-1" }, /CACHE_MAX_MB/],

@@ -1,0 +1,18 @@
+import type { IncomingMessage } from "node:http";
+import proxyaddr from "proxy-addr";
+import type { TrustProxy } from "../config/config";
+
+/** The address of a request's client, as the gateway knows it. */
+export type ClientAddress = (req: IncomingMessage) => string;
+
+/**
+ * Who sent a request: without TRUST_PROXY, its connection's address, since X-Forwarded-For is
+ * whatever the client writes; with it, proxy-addr walks X-Forwarded-For back from the connection
+ * through the declared proxies only, as Express does, so an address a client wrote itself before
+ * them is never believed.
+ */
+export function clientAddressOf(trust: TrustProxy | null): ClientAddress {
+	if (trust === null) return req => req.socket.remoteAddress ?? "";
+	const trusted = "hops" in trust ? (_address: string, hop: number) => hop < trust.hops : proxyaddr.compile(trust.proxies);
+	return req => proxyaddr(req, trusted) ?? "";
+}
