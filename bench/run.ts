@@ -4,6 +4,7 @@ import { grow } from "./growth";
 import { describeError } from "./http";
 import { describeMachine, pinLoadGenerator, type Pinning } from "./machine";
 import { measure, type RunOptions } from "./measure";
+import { describeLookupCosts, lookupCost } from "./lookup";
 import { killAll } from "./processes";
 import { chooseCache, settings, writeResults, type CacheChoice } from "./report";
 import { capture, scenarios, type Route, type Scenario } from "./scenarios";
@@ -88,6 +89,17 @@ async function main(): Promise<number> {
 	).catch(err => problems.push(`distributed: ${describeError(err)}`));
 
 	const lines = settings(machine, pinning, config, cache, all);
+	if (cache.redisUrl) {
+		// Beside the distributed reads: what reading the generations in each lookup costs them (docs/caching.md).
+		const sizes = ["GET /game", "GET /author"].flatMap(name => {
+			const row = results.find(({ scenario }) => scenario.name === name);
+			return row ? [{ name, bytes: row.answerBytes }] : [];
+		});
+		await lookupCost(cache.redisUrl, sizes, Math.min(config.durationS, 5), config.connections).then(
+			costs => lines.push(...describeLookupCosts(costs).map((line): [string, string] => ["Redis lookup", line])),
+			err => problems.push(`Redis lookup: ${describeError(err)}`),
+		);
+	}
 	log(`\n${lines.map(([label, value]) => `${label}: ${value}`).join("\n")}\n\n${asText(mainTable(results))}\n`);
 	log(`${asMarkdown(mainTable(results))}\n`);
 	log(`written to ${writeResults(lines, results, [])}`);

@@ -14,11 +14,13 @@ export interface Scenario {
 	requests: ScenarioRequest[];
 	/** The share of the ceiling's requests per second the embedded service is to reach. */
 	embeddedTarget: number;
+	/** The share of the embedded service's requests per second the distributed one is to reach; DISTRIBUTED_TARGET when unset. */
+	distributedTarget?: number;
 	/** What the request is about, for the header above the table. */
 	detail: string;
 }
 
-/** Every scenario's distributed run is to reach this share of the embedded one's requests per second. */
+/** A scenario's distributed run is to reach this share of the embedded one's requests per second, unless it says otherwise. */
 export const DISTRIBUTED_TARGET = 0.5;
 
 const PAGE = JSON.stringify({ pageable: { pageNumber: 0, pageSize: 10, sort: [{ property: "name", direction: "desc" }] } });
@@ -68,7 +70,9 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 			name: "GET /game",
 			method: "GET",
 			requests: [{ path: "/game" }],
-			embeddedTarget: 0.15,
+			// A hit is the kept JSON written to the socket, in both layouts (docs/caching.md).
+			embeddedTarget: 0.35,
+			distributedTarget: 0.75,
 			detail: `all ${seeded.games.length} games, populated`,
 		},
 		{

@@ -15,7 +15,6 @@ test.each([
 	["api.addRoute", { route: { path: "/open", aliases: { "GET /authors": "authors.list" } } }],
 	["api.removeRoute", { path: "/" }],
 	["api.listAliases", {}],
-	["api.notModified", {}],
 ])("%s cannot be called from another node", async (action, params) => {
 	await expect(otherNode().call(action, params)).rejects.toBeInstanceOf(Errors.ServiceNotFoundError);
 });
