@@ -8,7 +8,7 @@ import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { HttpAnswer, sourcesOf, type HttpWish } from "../lib/cache/answers";
-import { etagOf, heldTags } from "../lib/cache/cache";
+import { etagOf, heldTags } from "../lib/cache/keys";
 import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
 import { clientAddressOf } from "../lib/http/client-address";

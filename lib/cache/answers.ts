@@ -8,7 +8,7 @@ import {
 	type Service,
 } from "moleculer";
 import { compress, COMPRESS_FROM_BYTES, type Encoding } from "../http/compression";
-import { answerName } from "./cache";
+import { answerName } from "./keys";
 
 /**
  * An answer as the cache keeps it: the JSON text it is sent as, and each compressed form once a

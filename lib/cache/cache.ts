@@ -1,7 +1,4 @@
-import { createHash, hash } from "node:crypto";
-import { LRUCache } from "lru-cache";
 import { Cachers, type BrokerOptions } from "moleculer";
-import stringify from "safe-stable-stringify";
 import type { CatalogueConfig } from "../config/config";
 import { MemoryAnswers } from "./memory-cacher";
 import { RedisAnswers } from "./redis-cacher";
@@ -42,71 +39,3 @@ export function cacherOptions({
 		return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes: Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE) });
 	return undefined;
 }
-
-/** Params whose canonical JSON is longer than this are named in a key by its SHA-256 instead. */
-export const KEY_JSON_LENGTH = 120;
-
-/**
- * What an answer is the answer to: the action and the fields it reads as canonical JSON (keys
- * sorted). Longer JSON is replaced by `#` and its digest, which no JSON starts with, so no filter
- * text can make two different sets of fields read as one. Short params, the usual case, cost no
- * hashing: a digest per read took a tenth of the embedded reads.
- */
-export function answerName(action: string, params: unknown): string {
-	const json = stringify(params) ?? "";
-	const fields = json.length <= KEY_JSON_LENGTH ? json : `#${hash("sha256", json, "base64url")}`;
-	return `${action}:${fields}`;
-}
-
-/**
- * The part of a cached answer's key that changes whenever a record it is made of changes: the
- * cache's epoch, then the generation of each service in `services`, in their order.
- */
-export function generationStamp(epoch: string, generations: readonly (number | string)[]): string {
-	return `${epoch}:${generations.join(".")}`;
-}
-
-/** The key of the answer `name` (answerName) made of the generations `stamp` (generationStamp). */
-export const answerKey = (prefix: string, name: string, stamp: string) => `${prefix}${name}@${stamp}`;
-
-/** The tags handed out lately, so that a read asked again costs no hashing. */
-const recentTags = new LRUCache<string, string>({ max: 10_000 });
-
-/**
- * The opaque part of the weak ETag of the answer cached under `key`: its SHA-1 in hex, which
- * Redis's scripts compute too (`redis.sha1hex`), so a tag is the same whichever layout and node
- * hands it out. The key holds the params, the cache's epoch and the generations.
- */
-export function answerTag(key: string): string {
-	let tag = recentTags.get(key);
-	if (tag === undefined) recentTags.set(key, (tag = createHash("sha1").update(key).digest("hex")));
-	return tag;
-}
-
-/** A tag as the ETag header carries it. */
-export const etagOf = (tag: string) => `W/"${tag}"`;
-
-/**
- * The opaque tags an `If-None-Match` header names, as `fresh` compares them (weakly: `W/` is
- * dropped), `*` included; none under `Cache-Control: no-cache`, which asks for the whole answer.
- */
-export function heldTags(ifNoneMatch: string | undefined, cacheControl: string | undefined): string[] {
-	if (!ifNoneMatch || (cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/.test(cacheControl))) return [];
-	return ifNoneMatch
-		.split(",")
-		.map(tag =>
-			tag
-				.trim()
-				.replace(/^W\//, "")
-				.replace(/^"(.*)"$/, "$1"),
-		)
-		.filter(Boolean);
-}
-
-/**
- * The Redis hash holding the cache's epoch and every service's generation. Outside the cacher's
- * prefix on purpose: cleaning the cache must never reset a generation. No expiry, so Redis's
- * `volatile-lru` never evicts it; should it go anyway, its epoch goes with it, and a new epoch
- * makes every older key unreachable.
- */
-export const generationsKey = (namespace: string) => `catalogue-generations:${namespace}`;

@@ -2,7 +2,7 @@ import { LRUCache } from "lru-cache";
 import { Cachers } from "moleculer";
 import type { Encoding } from "../http/compression";
 import { answerCacheMiddleware, storedBytes, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
-import { answerKey, answerTag, generationStamp } from "./cache";
+import { answerKey, answerTag, generationStamp } from "./keys";
 
 export interface MemoryBytesOptions {
 	/** Bytes of answers the cache may hold in all: their JSON, their compressed forms and their keys. */

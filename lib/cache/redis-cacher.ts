@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { Cachers, type ServiceBroker } from "moleculer";
 import type { Encoding } from "../http/compression";
 import { answerCacheMiddleware, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
-import { generationsKey } from "./cache";
+import { generationsKey } from "./keys";
 
 /** How long a command may wait for Redis: a late Redis costs a read its cache and a write its generation, never its answer. */
 const REDIS_WAIT_MS = 1000;

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
 import { ServiceBroker } from "moleculer";
-import { generationsKey } from "../../lib/cache/cache";
+import { generationsKey } from "../../lib/cache/keys";
 import { RedisAnswers } from "../../lib/cache/redis-cacher";
 import { waitFor } from "../support/process";
 import { startRedis, type RedisServer } from "../support/redis";

@@ -3,7 +3,8 @@ import path from "node:path";
 import Redis from "ioredis";
 import { ServiceBroker } from "moleculer";
 import { parse } from "yaml";
-import { cacherOptions, generationsKey } from "../../lib/cache/cache";
+import { cacherOptions } from "../../lib/cache/cache";
+import { generationsKey } from "../../lib/cache/keys";
 import type { RedisAnswers } from "../../lib/cache/redis-cacher";
 import { startRedis, type RedisServer } from "../support/redis";
 

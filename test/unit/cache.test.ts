@@ -3,16 +3,8 @@ import type * as ZlibModule from "node:zlib";
 import { gunzipSync } from "node:zlib";
 import { Cachers, ServiceBroker, type ActionSchema, type Context } from "moleculer";
 import { HttpAnswer, fieldsRead, storedBytes, type HttpWish } from "../../lib/cache/answers";
-import {
-	answerName,
-	answerTag,
-	cacherOptions,
-	etagOf,
-	generationStamp,
-	heldTags,
-	KEY_JSON_LENGTH,
-	MEMORY_CACHE_ENTRY_SHARE,
-} from "../../lib/cache/cache";
+import { cacherOptions, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
+import { answerName, answerTag, etagOf, generationStamp, heldTags, KEY_JSON_LENGTH } from "../../lib/cache/keys";
 import { MemoryAnswers } from "../../lib/cache/memory-cacher";
 import { RedisAnswers } from "../../lib/cache/redis-cacher";
 import { cachedFrom } from "../../mixins/cache.mixin";
