@@ -6,16 +6,19 @@ import { cacherOptions } from "../lib/cache/cache";
 import type { RedisAnswers } from "../lib/cache/redis-cacher";
 
 /**
- * What reading the generations costs a distributed read (docs/caching.md): the gateway's lookup
- * (one script that reads the generations, makes the key and answers the kept JSON) against a
- * plain GET of the same bytes, what a cache that trusted the writes' broadcasts would send.
- * Both from this process, `connections` at a time, against the Redis of the distributed run.
+ * What reading the generations costs a distributed read (docs/caching.md), from this process,
+ * `connections` at a time, against the Redis of the distributed run: the gateway's lookup (one
+ * script that reads the generations, makes the key and answers) when the node holds the current
+ * answer already (Redis sends no bytes of it: a hit, as a busy gateway sees it) and when it does
+ * not (Redis sends the kept JSON), against a plain GET of the same bytes: what a cache that trusted
+ * the writes' broadcasts would cost.
  */
 export interface LookupCost {
 	/** The answer looked up: a scenario's, by its size. */
 	name: string;
 	bytes: number;
-	lookup: Rate;
+	held: Rate;
+	sent: Rate;
 	get: Rate;
 }
 
@@ -42,48 +45,54 @@ async function rate(op: () => Promise<unknown>, seconds: number, connections: nu
 	return { perSecond: done / seconds, meanUs: (busy / done) * 1000 };
 }
 
+/** A node of its own with the shared cache; `cacheMaxBytes` 0 keeps no answer beside Redis. */
+async function node(redisUrl: string, namespace: string, cacheMaxBytes: number): Promise<ServiceBroker> {
+	const broker = new ServiceBroker({ logger: false, namespace, cacher: cacherOptions({ redisUrl, transporter: null, cacheMaxBytes }) });
+	await broker.start();
+	await (broker.cacher as RedisAnswers).checkEpoch();
+	return broker;
+}
+
 export async function lookupCost(
 	redisUrl: string,
 	answers: { name: string; bytes: number }[],
 	seconds: number,
 	connections: number,
 ): Promise<LookupCost[]> {
-	const broker = new ServiceBroker({
-		logger: false,
-		namespace: `bench-lookup-${randomUUID()}`,
-		cacher: cacherOptions({ redisUrl, transporter: null, cacheMaxBytes: 0 }),
-	});
-	await broker.start();
-	const cacher = broker.cacher as RedisAnswers;
-	const client = cacher.client as unknown as Redis;
+	const namespace = `bench-lookup-${randomUUID()}`;
+	const nodes = [await node(redisUrl, namespace, 64 * 1024 * 1024), await node(redisUrl, namespace, 0)];
+	const [holding, sending] = nodes.map(broker => broker.cacher as RedisAnswers);
+	const client = holding.client as unknown as Redis;
 	const keys: string[] = [];
 	try {
-		await cacher.checkEpoch();
 		const costs: LookupCost[] = [];
 		for (const { name, bytes } of answers) {
-			const json = Buffer.alloc(bytes, "x");
 			const from = ["games", "authors", "categories"];
-			const { key } = (await cacher.lookup(name, from, null))!;
-			await cacher.keep(key, { json });
+			const lookup = (cacher: RedisAnswers) => () => cacher.lookup(name, from, { encoding: null, held: [] });
+			const { key } = (await holding.lookup(name, from, null))!;
+			const json = Buffer.alloc(bytes, "x");
+			await holding.keep(name, key, { json });
 			const plain = `${key}:plain`;
 			await client.set(plain, json, "EX", 600);
 			keys.push(key, plain);
-			const lookup = await rate(() => cacher.lookup(name, from, { encoding: null, held: [] }), seconds, connections);
+			const held = await rate(lookup(holding), seconds, connections);
+			const sent = await rate(lookup(sending), seconds, connections);
 			const get = await rate(() => client.getBuffer(plain), seconds, connections);
-			costs.push({ name, bytes, lookup, get });
+			costs.push({ name, bytes, held, sent, get });
 		}
 		return costs;
 	} finally {
 		if (keys.length > 0) await client.del(keys);
-		await broker.stop();
+		await Promise.all(nodes.map(broker => broker.stop()));
 	}
 }
 
-/** One line per answer: both rates and what the lookup costs over the GET. */
+const described = ({ perSecond, meanUs }: Rate) => `${Math.round(perSecond).toLocaleString("en-US")}/s, ${meanUs.toFixed(0)} µs`;
+
+/** One line per answer: the three rates. */
 export const describeLookupCosts = (costs: LookupCost[]) =>
 	costs.map(
-		({ name, bytes, lookup, get }) =>
-			`${name} (${bytes.toLocaleString("en-US")} B): lookup ${Math.round(lookup.perSecond).toLocaleString("en-US")}/s, ` +
-			`${lookup.meanUs.toFixed(0)} µs; plain GET ${Math.round(get.perSecond).toLocaleString("en-US")}/s, ${get.meanUs.toFixed(0)} µs: ` +
-			`the lookup takes ${((lookup.meanUs / get.meanUs - 1) * 100).toFixed(0)}% longer (${(lookup.meanUs - get.meanUs).toFixed(0)} µs)`,
+		({ name, bytes, held, sent, get }) =>
+			`${name} (${bytes.toLocaleString("en-US")} B): lookup with the answer held ${described(held)}; ` +
+			`with the answer sent ${described(sent)}; a plain GET of it ${described(get)}`,
 	);

@@ -44,10 +44,10 @@ export interface AnswerCache {
 	 * cannot say now (Redis unreachable, late or behind a write), and the read goes to the service.
 	 */
 	lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null>;
-	/** Keeps `answer` under `key`. */
-	keep(key: string, answer: StoredAnswer): Promise<unknown>;
-	/** Adds a compressed form to the answer kept under `key`, if it is still kept. */
-	addEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<unknown>;
+	/** Keeps `answer`, the answer `name`, under `key`. */
+	keep(name: string, key: string, answer: StoredAnswer): Promise<unknown>;
+	/** Adds a compressed form to the answer `name` kept under `key`, if it is still kept. */
+	addEncoding(name: string, key: string, encoding: Encoding, bytes: Buffer): Promise<unknown>;
 	/** Moves `service`'s generation on after a write; false when the move could not be recorded (the write stands). */
 	nextGeneration(service: string): Promise<boolean>;
 	/** Keeps off the answers made of `service` until its generation has moved on again: a write was not recorded. */
@@ -107,15 +107,15 @@ type CacheMeta = { $http?: HttpWish; $cache?: boolean };
  */
 function encoder(cache: AnswerCache, warn: (message: string) => void) {
 	const making = new Map<string, Promise<Buffer>>();
-	return (key: string, json: Buffer, encoding: Encoding): Promise<Buffer> => {
-		const name = `${encoding} ${key}`;
-		let made = making.get(name);
+	return (name: string, key: string, json: Buffer, encoding: Encoding): Promise<Buffer> => {
+		const form = `${encoding} ${key}`;
+		let made = making.get(form);
 		if (!made) {
 			made = compress(json, encoding);
-			making.set(name, made);
-			made.then(bytes => cache.addEncoding(key, encoding, bytes))
-				.catch((err: Error) => warn(`Could not keep ${name}: ${err.message}`))
-				.finally(() => setImmediate(() => making.delete(name)));
+			making.set(form, made);
+			made.then(bytes => cache.addEncoding(name, key, encoding, bytes))
+				.catch((err: Error) => warn(`Could not keep ${form}: ${err.message}`))
+				.finally(() => setImmediate(() => making.delete(form)));
 		}
 		return made;
 	};
@@ -133,12 +133,12 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 	const encoded = encoder(cache, warn);
 
 	/** The answer in the form the client accepts: kept already, or made now (and kept) when it is worth compressing. */
-	async function forHttp({ key, tag }: Found, answer: Partial<StoredAnswer>, { encoding }: HttpWish): Promise<HttpAnswer> {
+	async function forHttp(name: string, { key, tag }: Found, answer: Partial<StoredAnswer>, { encoding }: HttpWish): Promise<HttpAnswer> {
 		const kept = encoding && answer[encoding];
 		if (kept) return new HttpAnswer(tag, kept, encoding);
 		const json = answer.json!;
 		if (encoding === null || json.length < COMPRESS_FROM_BYTES) return new HttpAnswer(tag, json, null);
-		return new HttpAnswer(tag, await encoded(key, json, encoding), encoding);
+		return new HttpAnswer(tag, await encoded(name, key, json, encoding), encoding);
 	}
 
 	function cached(next: ActionHandler, action: ActionSchema, remote: boolean): ActionHandler {
@@ -152,12 +152,11 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 				if (!remote) delete ctx.meta.$cache;
 				return next.call(this, ctx);
 			}
-			const found = await cache
-				.lookup(answerName(action.name!, fieldsRead(action, ctx.params)), from, wish ?? null)
-				.catch((err: Error) => {
-					warn(`The cache did not answer a lookup of ${action.name} (${err.message}): it is read from its service.`);
-					return null;
-				});
+			const name = answerName(action.name!, fieldsRead(action, ctx.params));
+			const found = await cache.lookup(name, from, wish ?? null).catch((err: Error) => {
+				warn(`The cache did not answer a lookup of ${action.name} (${err.message}): it is read from its service.`);
+				return null;
+			});
 			if (!found) return next.call(this, ctx);
 			// moleculer's own cacher counts these; this one looks answers up in its stead.
 			ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_GET_TOTAL);
@@ -168,7 +167,7 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			if (found.answer) {
 				ctx.cachedResult = true;
 				ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_FOUND_TOTAL);
-				return wish ? forHttp(found, found.answer, wish) : JSON.parse(found.answer.json!.toString());
+				return wish ? forHttp(name, found, found.answer, wish) : JSON.parse(found.answer.json!.toString());
 			}
 			if (remote) ctx.meta.$cache = false;
 			let answer: unknown;
@@ -184,8 +183,8 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			if (wish?.encoding && stored.json.length >= COMPRESS_FROM_BYTES)
 				stored[wish.encoding] = await compress(stored.json, wish.encoding);
 			ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_SET_TOTAL);
-			cache.keep(found.key, stored).catch((err: Error) => warn(`Could not cache ${action.name}: ${err.message}`));
-			return wish ? forHttp(found, stored, wish) : answer;
+			cache.keep(name, found.key, stored).catch((err: Error) => warn(`Could not cache ${action.name}: ${err.message}`));
+			return wish ? forHttp(name, found, stored, wish) : answer;
 		} as ActionHandler;
 	}
 

@@ -33,9 +33,9 @@ export function cacherOptions({
 	transporter,
 	cacheMaxBytes,
 }: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">): BrokerOptions["cacher"] {
-	// ioredis takes the URL as it is.
-	if (redisUrl) return named("AnswersInRedis", { redis: redisUrl, ttl: REDIS_CACHE_TTL });
-	if (!transporter && cacheMaxBytes > 0)
-		return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes: Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE) });
+	const maxEntryBytes = Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE);
+	if (redisUrl)
+		return named("AnswersInRedis", { redis: redisUrl, ttl: REDIS_CACHE_TTL, nearBytes: cacheMaxBytes, nearEntryBytes: maxEntryBytes });
+	if (!transporter && cacheMaxBytes > 0) return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes });
 	return undefined;
 }

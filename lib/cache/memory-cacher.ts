@@ -40,13 +40,13 @@ export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
 		return Promise.resolve({ key, tag, answer: this.cache.get(key) });
 	}
 
-	keep(key: string, answer: StoredAnswer): Promise<void> {
+	keep(_name: string, key: string, answer: StoredAnswer): Promise<void> {
 		this.cache.set(key, answer);
 		return Promise.resolve();
 	}
 
 	/** Kept only while the answer with it stays within its share: lru-cache would drop an entry grown past it. */
-	addEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<void> {
+	addEncoding(_name: string, key: string, encoding: Encoding, bytes: Buffer): Promise<void> {
 		const answer = this.cache.peek(key);
 		if (answer && !answer[encoding] && storedBytes({ ...answer, [encoding]: bytes }, key) <= this.maxEntryBytes)
 			this.cache.set(key, { ...answer, [encoding]: bytes });

@@ -1,9 +1,21 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
+import { LRUCache } from "lru-cache";
 import { Cachers, type ServiceBroker } from "moleculer";
 import type { Encoding } from "../http/compression";
-import { answerCacheMiddleware, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
+import { answerCacheMiddleware, storedBytes, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
 import { generationsKey } from "./keys";
+
+export interface RedisAnswersOptions {
+	/** REDIS_URL, as ioredis takes it. */
+	redis: string;
+	/** Seconds an answer stays in Redis. */
+	ttl: number;
+	/** Bytes of answers this node keeps beside Redis, used while Redis says they are current (CACHE_MAX_MB); 0 keeps none. */
+	nearBytes: number;
+	/** The largest of them. */
+	nearEntryBytes: number;
+}
 
 /** How long a command may wait for Redis: a late Redis costs a read its cache and a write its generation, never its answer. */
 const REDIS_WAIT_MS = 1000;
@@ -16,10 +28,12 @@ const SETTLE_EVERY_MS = 1000;
  * the answer made of them, so that no node serves an answer a write answered before has
  * replaced, whether or not it has heard of the write (docs/caching.md). It builds the answer's
  * key (prefix, action and fields, `@`, epoch, generations) and tag (`redis.sha1hex`, as
- * lib/cache/cache.ts answerTag); answers `not-modified` when the client holds the tag (no bytes
- * sent), else the encoded form asked for, or the JSON. Read-only, so a Redis that pauses writes
- * still answers it.
- * KEYS[1] the generations hash; ARGV: prefix, n, n services, encoding or '', tags the client holds.
+ * lib/cache/keys.ts answerTag); answers `not-modified` when the client holds the tag (no bytes
+ * sent); `held` when the node holds the answer of that very key already (no bytes either, but the
+ * encoded form asked for if the node lacks it and Redis has it); else the JSON and the encoded form
+ * asked for, or a miss. Read-only, so a Redis that pauses writes still answers it.
+ * KEYS[1] the generations hash; ARGV: prefix, n, n services, encoding or '', the key the node
+ * holds or '', whether it holds that key's encoded form ('1' or ''), the tags the client holds.
  */
 const LOOKUP = `#!lua flags=no-writes
 local n = tonumber(ARGV[2])
@@ -31,17 +45,18 @@ local generations = {}
 for i = 1, n do generations[i] = stored[i + 1] or '0' end
 local key = ARGV[1] .. '@' .. stored[1] .. ':' .. table.concat(generations, '.')
 local tag = redis.sha1hex(key)
-for i = n + 4, #ARGV do
+for i = n + 6, #ARGV do
 	if ARGV[i] == tag or ARGV[i] == '*' then return { key, tag, 'not-modified' } end
 end
 local encoding = ARGV[n + 3]
-if encoding ~= '' then
-	local encoded = redis.call('HGET', key, encoding)
-	if encoded then return { key, tag, 'hit', false, encoded } end
+if key == ARGV[n + 4] then
+	if encoding == '' or ARGV[n + 5] == '1' then return { key, tag, 'held' } end
+	return { key, tag, 'held', false, redis.call('HGET', key, encoding) }
 end
-local json = redis.call('HGET', key, 'json')
-if not json then return { key, tag, 'miss' } end
-return { key, tag, 'hit', json }`;
+local found = redis.call('HMGET', key, 'json', encoding == '' and 'json' or encoding)
+if not found[1] then return { key, tag, 'miss' } end
+if encoding == '' then return { key, tag, 'hit', found[1] } end
+return { key, tag, 'hit', found[1], found[2] }`;
 
 /**
  * Lua: the cache's epoch, which every key carries: kept while it was made by this run of the
@@ -95,6 +110,25 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 	private readonly owed = new Set<string>();
 	private settling: NodeJS.Timeout | null = null;
 	private generations = "";
+	/**
+	 * The answers this node was given or made lately, by name, with the key each is kept under: a
+	 * lookup names that key, and when it is still the current one Redis sends no bytes of the
+	 * answer. A copy is only ever used when Redis says its key is current.
+	 */
+	private readonly near: LRUCache<string, { key: string; answer: StoredAnswer }> | null;
+
+	constructor(options: RedisAnswersOptions) {
+		// ioredis takes the URL as it is; moleculer's types only know its options object.
+		super(options as unknown as ConstructorParameters<typeof Cachers.Redis>[0]);
+		this.near =
+			options.nearBytes > 0
+				? new LRUCache({
+						maxSize: options.nearBytes,
+						maxEntrySize: options.nearEntryBytes,
+						sizeCalculation: ({ key, answer }) => storedBytes(answer, key),
+					})
+				: null;
+	}
 
 	override init(broker: ServiceBroker): void {
 		super.init(broker);
@@ -133,7 +167,17 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 
 	async lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null> {
 		if (!this.usable() || from.some(service => this.owed.has(service))) return null;
-		const args = [(this.prefix ?? "") + name, from.length, ...from, wish?.encoding ?? "", ...(wish?.held ?? [])];
+		const held = this.near?.get(name);
+		const encoding = wish?.encoding ?? "";
+		const args = [
+			(this.prefix ?? "") + name,
+			from.length,
+			...from,
+			encoding,
+			held?.key ?? "",
+			encoding && held?.answer[encoding] ? "1" : "",
+			...(wish?.held ?? []),
+		];
 		const [key, tag, outcome, json, encoded] = await within(
 			this.client.catalogueLookupBuffer(this.generations, ...args),
 			REDIS_WAIT_MS,
@@ -149,11 +193,24 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 				return { ...found, notModified: true };
 			case "miss":
 				return found;
+			case "held": {
+				const answer = encoded ? { ...held!.answer, [encoding]: encoded } : held!.answer;
+				if (encoded) this.nearly(name, found.key, answer);
+				return { ...found, answer };
+			}
 		}
-		return { ...found, answer: json ? { json } : { [wish!.encoding!]: encoded! } };
+		const answer: StoredAnswer = { json: json!, ...(encoding && encoded && { [encoding]: encoded }) };
+		this.nearly(name, found.key, answer);
+		return { ...found, answer };
 	}
 
-	async keep(key: string, answer: StoredAnswer): Promise<void> {
+	/** Keeps `answer` beside Redis too, as the latest of `name`. */
+	private nearly(name: string, key: string, answer: StoredAnswer): void {
+		this.near?.set(name, { key, answer });
+	}
+
+	async keep(name: string, key: string, answer: StoredAnswer): Promise<void> {
+		this.nearly(name, key, answer);
 		const forms = Object.entries(answer).flat();
 		const results = await this.client
 			.multi()
@@ -164,7 +221,9 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		if (failure) throw failure;
 	}
 
-	addEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<number> {
+	addEncoding(name: string, key: string, encoding: Encoding, bytes: Buffer): Promise<number> {
+		const held = this.near?.peek(name);
+		if (held?.key === key && !held.answer[encoding]) this.nearly(name, key, { ...held.answer, [encoding]: bytes });
 		return this.client.catalogueAddEncoding(key, encoding, bytes);
 	}
 
@@ -198,6 +257,12 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 			clearInterval(this.settling);
 			this.settling = null;
 		}
+	}
+
+	/** moleculer's clean, of this node's copies too: what is cleaned is asked of the services again. */
+	override clean(match?: string | string[]): Promise<void> {
+		this.near?.clear();
+		return super.clean(match);
 	}
 
 	override close(): Promise<void> {

@@ -20,14 +20,10 @@ let brokers: ServiceBroker[] = [];
 
 /** A node with the shared cache: its own broker, no transporter, so it hears nothing from the other. */
 async function node(): Promise<RedisAnswers> {
-	const broker = new ServiceBroker({
-		logger: false,
-		namespace: NAMESPACE,
-		cacher: new RedisAnswers({ redis: redis.url as never, ttl: 60 }),
-	});
+	const cacher = new RedisAnswers({ redis: redis.url, ttl: 60, nearBytes: 1024 * 1024, nearEntryBytes: 128 * 1024 });
+	const broker = new ServiceBroker({ logger: false, namespace: NAMESPACE, cacher });
 	await broker.start();
 	brokers.push(broker);
-	const cacher = broker.cacher as RedisAnswers;
 	await cacher.checkEpoch();
 	return cacher;
 }
@@ -56,7 +52,7 @@ afterAll(async () => {
 test("a write on one node changes the key another node looks up next, with no news between them", async () => {
 	const [reader, writer] = [await node(), await node()];
 	const before = (await games(reader))!;
-	await reader.keep(before.key, kept);
+	await reader.keep("games.list:{}", before.key, kept);
 	expect((await games(reader))!.answer).toEqual(kept);
 	expect(await writer.nextGeneration("authors")).toBe(true);
 	const after = (await games(reader))!;
@@ -65,10 +61,24 @@ test("a write on one node changes the key another node looks up next, with no ne
 	expect(await admin.hget(generationsKey(NAMESPACE), "authors")).toBe("1");
 });
 
+test("a node holding the current answer gets no bytes of it from Redis, and never serves it once a write moved its key on", async () => {
+	const [writer, reader] = [await node(), await node()];
+	const { key } = (await games(writer))!;
+	await writer.keep("games.list:{}", key, kept);
+	expect((await games(reader))!.answer).toEqual(kept);
+	// Redis's copy changed behind the reader's back: it answers with its own, so Redis sent none.
+	await admin.hset(key, "json", "[]");
+	expect((await games(reader))!.answer).toEqual(kept);
+	expect(await writer.nextGeneration("authors")).toBe(true);
+	const after = (await games(reader))!;
+	expect(after.key).not.toBe(key);
+	expect(after.answer).toBeUndefined();
+});
+
 test("a hit, a miss and a 304 are each one command to Redis, and a 304 sends no bytes of the answer", async () => {
 	const cacher = await node();
 	const { key, tag } = (await games(cacher))!;
-	await cacher.keep(key, kept);
+	await cacher.keep("games.list:{}", key, kept);
 	// Every command Redis receives from a client, as MONITOR reports it (a script's own calls come from "lua").
 	const monitor = await admin.monitor();
 	const commands: string[] = [];
@@ -93,7 +103,7 @@ test("a hit, a miss and a 304 are each one command to Redis, and a 304 sends no 
 test("Redis restored from a snapshot older than a write: a new epoch, so the answer kept before the write is not reached", async () => {
 	const cacher = await node();
 	const { key } = (await games(cacher))!;
-	await cacher.keep(key, kept);
+	await cacher.keep("games.list:{}", key, kept);
 	await admin.save();
 	expect(await cacher.nextGeneration("games")).toBe(true);
 	// Killed and started again on its snapshot: the answer and the generations as they were before the write.
@@ -110,7 +120,7 @@ test("Redis restored from a snapshot older than a write: a new epoch, so the ans
 test("the generations lost alone (an eviction policy that takes any key): lookups keep off until a new epoch is made", async () => {
 	const cacher = await node();
 	const { key } = (await games(cacher))!;
-	await cacher.keep(key, kept);
+	await cacher.keep("games.list:{}", key, kept);
 	await admin.del(generationsKey(NAMESPACE));
 	expect(await games(cacher)).toBeNull();
 	await ready(cacher);

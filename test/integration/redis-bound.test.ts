@@ -60,7 +60,7 @@ test("full, it drops the least recently used answers, keeps the generations and 
 	const keys: string[] = [];
 	for (let i = 0; i < 100; i++) {
 		const { key } = (await cacher.lookup(`games.list:${i}`, ["games"], null))!;
-		await cacher.keep(key, answer);
+		await cacher.keep(`games.list:${i}`, key, answer);
 		keys.push(key);
 	}
 

@@ -38,7 +38,13 @@ describe("cacherOptions", () => {
 			const options = { redisUrl: "redis://127.0.0.1:1", transporter, cacheMaxBytes: 64 * MB };
 			expect(cacherOptions(options)).toEqual({
 				type: "AnswersInRedis",
-				options: { redis: "redis://127.0.0.1:1", ttl: expect.any(Number) },
+				// Each node keeps as many bytes of answers beside Redis as one process keeps without it.
+				options: {
+					redis: "redis://127.0.0.1:1",
+					ttl: expect.any(Number),
+					nearBytes: 64 * MB,
+					nearEntryBytes: 64 * MB * MEMORY_CACHE_ENTRY_SHARE,
+				},
 			});
 			expect(Cachers.resolve(cacherOptions(options)!)).toBeInstanceOf(RedisAnswers);
 		}
@@ -138,7 +144,7 @@ describe("MemoryAnswers", () => {
 
 	test("holds answers up to its bytes, least recently used dropped first", async () => {
 		const cacher = cacherOf(100_000, 50_000);
-		for (let i = 0; i < 50; i++) await cacher.keep(`games.list:${i}`, answer(10_000));
+		for (let i = 0; i < 50; i++) await cacher.keep("games.list:{}", `games.list:${i}`, answer(10_000));
 		expect(cacher.cache.calculatedSize).toBeLessThanOrEqual(100_000);
 		expect(cacher.cache.size).toBeLessThan(50);
 		expect(cacher.cache.get("games.list:49")).toEqual(answer(10_000));
@@ -147,8 +153,8 @@ describe("MemoryAnswers", () => {
 
 	test("an answer bigger than its largest entry is not kept, and what it held stays", async () => {
 		const cacher = cacherOf(100_000, 20_000);
-		await cacher.keep("games.list:small", answer(100));
-		await cacher.keep("games.list:big", answer(30_000));
+		await cacher.keep("games.list:{}", "games.list:small", answer(100));
+		await cacher.keep("games.list:{}", "games.list:big", answer(30_000));
 		expect(cacher.cache.get("games.list:big")).toBeUndefined();
 		expect(cacher.cache.get("games.list:small")).toEqual(answer(100));
 	});
@@ -156,10 +162,10 @@ describe("MemoryAnswers", () => {
 	test("an answer counts as the bytes of its forms and its key; a form that would take it past its share is not kept", async () => {
 		expect(storedBytes({ json: Buffer.from("é"), gzip: Buffer.alloc(5) }, "key")).toBe(2 + 5 + 3);
 		const cacher = cacherOf(100_000, 20_000);
-		await cacher.keep("k", answer(15_000));
-		await cacher.addEncoding("k", "gzip", Buffer.alloc(1000));
+		await cacher.keep("games.list:{}", "k", answer(15_000));
+		await cacher.addEncoding("games.list:{}", "k", "gzip", Buffer.alloc(1000));
 		expect(cacher.cache.get("k")?.gzip?.length).toBe(1000);
-		await cacher.addEncoding("k", "br", Buffer.alloc(10_000));
+		await cacher.addEncoding("games.list:{}", "k", "br", Buffer.alloc(10_000));
 		expect(cacher.cache.get("k")).toEqual({ json: answer(15_000).json, gzip: Buffer.alloc(1000) });
 	});
 
