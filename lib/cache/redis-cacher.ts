@@ -53,9 +53,13 @@ if key == ARGV[n + 4] then
 	if encoding == '' or ARGV[n + 5] == '1' then return { key, tag, 'held' } end
 	return { key, tag, 'held', false, redis.call('HGET', key, encoding) }
 end
-local found = redis.call('HMGET', key, 'json', encoding == '' and 'json' or encoding)
+if encoding == '' then
+	local json = redis.call('HGET', key, 'json')
+	if not json then return { key, tag, 'miss' } end
+	return { key, tag, 'hit', json }
+end
+local found = redis.call('HMGET', key, 'json', encoding)
 if not found[1] then return { key, tag, 'miss' } end
-if encoding == '' then return { key, tag, 'hit', found[1] } end
 return { key, tag, 'hit', found[1], found[2] }`;
 
 /**
