@@ -5,6 +5,7 @@ import { EventEmitter } from "node:events";
 import fc from "fast-check";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../../lib/catalogue/services";
 import { INTERNALS, localService, startCatalogue, within, type Api, type Catalogue } from "../support/catalogue";
+import { fuzzRuns, fuzzSeed } from "../support/fuzz";
 import {
 	describeWire,
 	hostileRequest,
@@ -18,11 +19,9 @@ import {
 } from "../support/hostile";
 
 /** Requests each property sends (FUZZ_RUNS): the concurrent one sends them in batches. */
-const RUNS = Number(process.env.FUZZ_RUNS || 300);
+const RUNS = fuzzRuns(300);
 /** How many requests the concurrent property sends at once. */
 const BATCH = { minLength: 2, maxLength: 5 };
-/** The seed CI uses, so that a red build replays as it failed. */
-const CI_SEED = 20_240_607;
 /** How long each property may run, so that a file stays within about a minute even over NATS. */
 const TIME_LIMIT_MS = { oneAtATime: 20_000, concurrent: 12_000 };
 /** A request that takes longer than this counts as a hang and fails the run. */
@@ -62,19 +61,8 @@ let api: Api;
 let seed: number;
 let pristinePrototypes: Map<string, PrototypeProperty>;
 
-/** FUZZ_SEED when given; under CI a fixed seed; else a new one each time (printed, to replay). */
-function chooseSeed(): number {
-	if (process.env.FUZZ_SEED) {
-		const given = Number(process.env.FUZZ_SEED);
-		if (!Number.isSafeInteger(given)) throw new Error(`FUZZ_SEED must be an integer; got "${process.env.FUZZ_SEED}"`);
-		return given;
-	}
-	return process.env.CI ? CI_SEED : Math.floor(Math.random() * 0x7fffffff);
-}
-
 beforeAll(async () => {
-	if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`FUZZ_RUNS must be a positive whole number; got "${process.env.FUZZ_RUNS}"`);
-	seed = chooseSeed();
+	seed = fuzzSeed();
 	process.stdout.write(
 		`hostile.test.ts (${process.env.CATALOGUE_TOPOLOGY}): fuzz seed ${seed}, ${RUNS} requests per property; ` +
 			`replay with FUZZ_SEED=${seed} npx jest test/contract/hostile.test.ts\n`,

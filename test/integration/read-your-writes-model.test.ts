@@ -27,16 +27,15 @@ import { gatewayApi, within } from "../support/catalogue";
 import { ReadLoad } from "../support/load";
 import { startNats, type NatsServer } from "../support/nats";
 import { waitFor } from "../support/process";
+import { fuzzRuns, fuzzSeed } from "../support/fuzz";
 import { rawRequest } from "../support/raw-http";
 import { startRedis, type RedisServer } from "../support/redis";
 import { replicaOf } from "../support/replica";
 
 /** Sequences of commands (FUZZ_RUNS). */
-const RUNS = Number(process.env.FUZZ_RUNS || 60);
+const RUNS = fuzzRuns(60);
 /** The most commands one sequence holds. */
 const MAX_COMMANDS = 40;
-/** The seed CI uses, so that a red build replays as it failed. */
-const CI_SEED = 20_240_607;
 /** How long the sequences may take; then the property stops where it is, and the sequences run so far count. */
 const TIME_LIMIT_MS = 30_000;
 /** Fewer sequences than this within the time limit, and the test says so rather than pass on too few. */
@@ -70,19 +69,8 @@ let loads: ReadLoad[] = [];
 const replicaRuns = [actionCounter(), actionCounter()];
 let seed: number;
 
-/** FUZZ_SEED when given; under CI a fixed seed; else a new one each time (printed, to replay). */
-function chooseSeed(): number {
-	if (process.env.FUZZ_SEED) {
-		const given = Number(process.env.FUZZ_SEED);
-		if (!Number.isSafeInteger(given)) throw new Error(`FUZZ_SEED must be an integer; got "${process.env.FUZZ_SEED}"`);
-		return given;
-	}
-	return process.env.CI ? CI_SEED : Math.floor(Math.random() * 0x7fffffff);
-}
-
 beforeAll(async () => {
-	if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`FUZZ_RUNS must be a positive whole number; got "${process.env.FUZZ_RUNS}"`);
-	seed = chooseSeed();
+	seed = fuzzSeed();
 	process.stdout.write(
 		`read-your-writes-model.test.ts: seed ${seed}, ${RUNS} sequences of up to ${MAX_COMMANDS} commands; ` +
 			`replay with FUZZ_SEED=${seed} npx jest test/integration/read-your-writes-model.test.ts\n`,
@@ -494,22 +482,6 @@ const renameAuthor = fc
 		),
 	);
 
-const deleteAuthor = fc.record({ gateway: draw.gateway, pick: draw.pick }).map(({ gateway, pick }) =>
-	command(
-		`${GATEWAYS[gateway]}: delete author ${pick}`,
-		model => model.authors.length > 0,
-		async (model, real) => {
-			const author = nth(model.authors, pick);
-			const refused = referred(model, "author", author.id);
-			const expected = refused ? { status: 400, body: { msg: texts.authorHasGames } } : { status: 200, body: { author } };
-			if (!(await real.write(gateway, "DELETE", `/author/${author.id}`, undefined, () => expected)) || refused) return;
-			model.authors = model.authors.filter(each => each !== author);
-			model.gone.authors.push(author.id);
-			model.writes.authors++;
-		},
-	),
-);
-
 const createCategory = fc.record({ gateway: draw.gateway, name: draw.categoryName }).map(({ gateway, name }) =>
 	command(
 		`${GATEWAYS[gateway]}: create category ${name}`,
@@ -541,21 +513,30 @@ const renameCategory = fc.record({ gateway: draw.gateway, pick: draw.pick, name:
 	),
 );
 
-const deleteCategory = fc.record({ gateway: draw.gateway, pick: draw.pick }).map(({ gateway, pick }) =>
-	command(
-		`${GATEWAYS[gateway]}: delete category ${pick}`,
-		model => model.categories.length > 0,
-		async (model, real) => {
-			const category = nth(model.categories, pick);
-			const refused = referred(model, "category", category.id);
-			const expected = refused ? { status: 400, body: { msg: texts.categoryHasGames } } : { status: 200, body: { category } };
-			if (!(await real.write(gateway, "DELETE", `/category/${category.id}`, undefined, () => expected)) || refused) return;
-			model.categories = model.categories.filter(each => each !== category);
-			model.gone.categories.push(category.id);
-			model.writes.categories++;
-		},
-	),
-);
+/** The records games refer to, as the model and the routes name them. */
+const REFERENCED = {
+	author: { records: "authors", hasGames: texts.authorHasGames },
+	category: { records: "categories", hasGames: texts.categoryHasGames },
+} as const;
+
+/** Deletes an author or a category: refused, and nothing changed, while a game refers to it. */
+const deleteReferenced = (kind: keyof typeof REFERENCED) =>
+	fc.record({ gateway: draw.gateway, pick: draw.pick }).map(({ gateway, pick }) =>
+		command(
+			`${GATEWAYS[gateway]}: delete ${kind} ${pick}`,
+			model => model[REFERENCED[kind].records].length > 0,
+			async (model, real) => {
+				const { records, hasGames } = REFERENCED[kind];
+				const record = nth<Author | Category>(model[records], pick);
+				const refused = referred(model, kind, record.id);
+				const expected = refused ? { status: 400, body: { msg: hasGames } } : { status: 200, body: { [kind]: record } };
+				if (!(await real.write(gateway, "DELETE", `/${kind}/${record.id}`, undefined, () => expected)) || refused) return;
+				Object.assign(model, { [records]: model[records].filter(each => each !== record) });
+				model.gone[records].push(record.id);
+				model.writes[records]++;
+			},
+		),
+	);
 
 const gameFields = { title: draw.title, age: draw.age, category: draw.pick, author: draw.pick };
 /** A game as a command draws it: its category and author by position. */
@@ -703,11 +684,11 @@ const COMMANDS = [
 	createAuthor,
 	createAuthor,
 	renameAuthor,
-	deleteAuthor,
+	deleteReferenced("author"),
 	createCategory,
 	createCategory,
 	renameCategory,
-	deleteCategory,
+	deleteReferenced("category"),
 	createGame,
 	createGame,
 	updateGame,
