@@ -95,6 +95,9 @@ export class HttpAnswer {
 	) {}
 }
 
+/** How long failed lookups go unsaid after one was said, while they keep failing. */
+const LOOKUP_FAILURE_QUIET_MS = 10_000;
+
 /** What a call's meta carries: the gateway's wish, and moleculer's own `$cache: false`. */
 type CacheMeta = { $http?: HttpWish; $cache?: boolean };
 
@@ -131,6 +134,8 @@ function encoder(cache: AnswerCache, warn: (message: string) => void) {
  */
 export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string) => void): Middleware {
 	const encoded = encoder(cache, warn);
+	/** When a failed lookup was last said: a Redis that holds its commands fails every read's lookup, and one line says it. */
+	let failureSaid = 0;
 
 	/** The answer in the form the client accepts: kept already, or made now (and kept) when it is worth compressing. */
 	async function forHttp(name: string, { key, tag }: Found, answer: Partial<StoredAnswer>, { encoding }: HttpWish): Promise<HttpAnswer> {
@@ -154,7 +159,9 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			}
 			const name = answerName(action.name!, fieldsRead(action, ctx.params));
 			const found = await cache.lookup(name, from, wish ?? null).catch((err: Error) => {
-				warn(`The cache did not answer a lookup of ${action.name} (${err.message}): it is read from its service.`);
+				if (Date.now() - failureSaid > LOOKUP_FAILURE_QUIET_MS)
+					warn(`The cache did not answer a lookup of ${action.name} (${err.message}): reads go to their services meanwhile.`);
+				failureSaid = Date.now();
 				return null;
 			});
 			if (!found) return next.call(this, ctx);

@@ -272,4 +272,26 @@ describe("the cacher's middleware", () => {
 		const { body } = await broker.call<HttpAnswer, object>("shelf.outer", {}, { meta: { $http: { encoding: null, held: [] } } });
 		expect(JSON.parse(body!.toString())).toEqual({ wishSeen: false, inner: { wishSeen: false } });
 	});
+
+	test("a cache that fails its lookups leaves the reads to their services, and says so once while it keeps failing", async () => {
+		const failing = new (class extends MemoryAnswers {
+			override lookup(): Promise<never> {
+				return Promise.reject(new Error("no answer within 1000 ms"));
+			}
+		})({ maxBytes: MB, maxEntryBytes: MB });
+		const node = new ServiceBroker({ logger: false, cacher: failing });
+		node.createService({
+			name: "games",
+			actions: { list: { cache: cachedFrom("games"), params: { $$strict: "remove" }, handler: () => list } },
+		});
+		await node.start();
+		try {
+			const warn = jest.spyOn(failing.logger, "warn");
+			for (let i = 0; i < 3; i++) expect(await node.call("games.list")).toEqual(list);
+			expect(warn).toHaveBeenCalledTimes(1);
+			expect(warn.mock.calls[0][0]).toMatch(/did not answer a lookup of games.list \(no answer within 1000 ms\)/);
+		} finally {
+			await node.stop();
+		}
+	});
 });
