@@ -114,6 +114,8 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 	private readonly owed = new Set<string>();
 	private settling: NodeJS.Timeout | null = null;
 	private generations = "";
+	/** The lookups asked in this turn of the event loop, not sent yet, by their arguments (lookup). */
+	private readonly unsent = new Map<string, Promise<Found | null>>();
 	/**
 	 * The answers this node was given or made lately, by name, with the key each is kept under: a
 	 * lookup names that key, and when it is still the current one Redis sends no bytes of the
@@ -169,8 +171,14 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		return this.client.status === "ready" && this.epochChecked;
 	}
 
-	async lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null> {
-		if (!this.usable() || from.some(service => this.owed.has(service))) return null;
+	/**
+	 * Asks Redis once for every same lookup asked in this turn of the event loop (a busy gateway
+	 * reads several requests for the same list from its sockets at once), when the turn's I/O is
+	 * done. A lookup joins only one that has not been sent yet: whatever write its client saw
+	 * answered before asking had moved its generation in Redis before the joint lookup leaves.
+	 */
+	lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null> {
+		if (!this.usable() || from.some(service => this.owed.has(service))) return Promise.resolve(null);
 		const held = this.near?.get(name);
 		const encoding = wish?.encoding ?? "";
 		const args = [
@@ -182,6 +190,21 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 			encoding && held?.answer[encoding] ? "1" : "",
 			...(wish?.held ?? []),
 		];
+		const asked = JSON.stringify(args);
+		let found = this.unsent.get(asked);
+		if (!found) {
+			found = new Promise<Found | null>((resolve, reject) =>
+				setImmediate(() => {
+					this.unsent.delete(asked);
+					this.ask(name, held?.answer, encoding, args).then(resolve, reject);
+				}),
+			);
+			this.unsent.set(asked, found);
+		}
+		return found;
+	}
+
+	private async ask(name: string, held: StoredAnswer | undefined, encoding: Encoding | "", args: (string | number)[]): Promise<Found | null> {
 		const [key, tag, outcome, json, encoded] = await within(
 			this.client.catalogueLookupBuffer(this.generations, ...args),
 			REDIS_WAIT_MS,
@@ -198,7 +221,7 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 			case "miss":
 				return found;
 			case "held": {
-				const answer = encoded ? { ...held!.answer, [encoding]: encoded } : held!.answer;
+				const answer = encoded ? { ...held!, [encoding]: encoded } : held!;
 				if (encoded) this.nearly(name, found.key, answer);
 				return { ...found, answer };
 			}

@@ -100,6 +100,43 @@ test("a hit, a miss and a 304 are each one command to Redis, and a 304 sends no 
 	expect(commands).toEqual(["evalsha", "evalsha", "evalsha"]);
 });
 
+test("the same lookup asked several times in one turn of the event loop is one command to Redis; another lookup is its own", async () => {
+	const cacher = await node();
+	const { key } = (await games(cacher))!;
+	await cacher.keep("games.list:{}", key, kept);
+	const lookups = jest.spyOn(cacher.client, "catalogueLookupBuffer");
+	const found = await Promise.all([games(cacher), games(cacher), games(cacher), cacher.lookup("authors.list:{}", ["authors"], null), games(cacher)]);
+	expect(lookups).toHaveBeenCalledTimes(2);
+	for (const index of [0, 1, 2, 4]) expect(found[index]!.answer).toEqual(kept);
+	expect(found[3]!.answer).toBeUndefined();
+	// A client holding a tag asks another question: its lookup is its own.
+	await Promise.all([games(cacher), cacher.lookup("games.list:{}", ["games", "authors"], { encoding: null, held: ['"x"'] })]);
+	expect(lookups).toHaveBeenCalledTimes(4);
+});
+
+test("a lookup asked after the same lookup was sent does not join it, so a write answered between them is seen", async () => {
+	const [reader, writer] = [await node(), await node()];
+	const lookup = reader.client.catalogueLookupBuffer.bind(reader.client);
+	let sent: Promise<unknown> | undefined;
+	let release!: () => void;
+	const released = new Promise<void>(resolve => (release = resolve));
+	// The first lookup reaches Redis at once, but its answer is held back until the second is answered.
+	jest.spyOn(reader.client, "catalogueLookupBuffer")
+		.mockImplementationOnce((...args) => {
+			const answer = lookup(...args);
+			sent = answer;
+			return released.then(() => answer);
+		})
+		.mockImplementation(lookup);
+	const first = games(reader);
+	await waitFor("the first lookup is sent", () => Promise.resolve(sent !== undefined), [], 5000);
+	await sent;
+	expect(await writer.nextGeneration("games")).toBe(true);
+	const second = await games(reader);
+	release();
+	expect(second!.key).not.toBe((await first)!.key);
+});
+
 test("Redis restored from a snapshot older than a write: a new epoch, so the answer kept before the write is not reached", async () => {
 	const cacher = await node();
 	const { key } = (await games(cacher))!;
