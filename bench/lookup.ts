@@ -7,8 +7,9 @@ import type { RedisAnswers } from "../lib/cache/redis-cacher";
 
 /**
  * What reading the generations costs a distributed read (docs/caching.md), from this process,
- * `connections` at a time, against the Redis of the distributed run: the gateway's lookup (one
- * script that reads the generations, makes the key and answers) when the node holds the current
+ * `connections` at a time (each of a different answer, so none joins another), against the Redis
+ * of the distributed run: the gateway's lookup (one script that reads the generations, makes the
+ * key and answers) when the node holds the current
  * answer already (Redis sends no bytes of it: a hit, as a busy gateway sees it) and when it does
  * not (Redis sends the kept JSON), against a plain GET of the same bytes: what a cache that trusted
  * the writes' broadcasts would cost.
@@ -28,20 +29,20 @@ interface Rate {
 	meanUs: number;
 }
 
-/** `op` run `connections` at a time for `seconds`. */
-async function rate(op: () => Promise<unknown>, seconds: number, connections: number): Promise<Rate> {
+/** `op` run `connections` at a time for `seconds`, each loop with its number. */
+async function rate(op: (loop: number) => Promise<unknown>, seconds: number, connections: number): Promise<Rate> {
 	let done = 0;
 	let busy = 0;
 	const until = performance.now() + seconds * 1000;
-	const loop = async () => {
+	const loop = async (index: number) => {
 		while (performance.now() < until) {
 			const started = performance.now();
-			await op();
+			await op(index);
 			busy += performance.now() - started;
 			done++;
 		}
 	};
-	await Promise.all(Array.from({ length: connections }, loop));
+	await Promise.all(Array.from({ length: connections }, (_, index) => loop(index)));
 	return { perSecond: done / seconds, meanUs: (busy / done) * 1000 };
 }
 
@@ -68,13 +69,19 @@ export async function lookupCost(
 		const costs: LookupCost[] = [];
 		for (const { name, bytes } of answers) {
 			const from = ["games", "authors", "categories"];
-			const lookup = (cacher: RedisAnswers) => () => cacher.lookup(name, from, { encoding: null, held: [] });
-			const { key } = (await holding.lookup(name, from, null))!;
+			// An answer per loop, each kept: the same lookup asked at once by several is sent once
+			// (lib/cache/redis-cacher.ts), and this measures what one lookup costs Redis.
+			const names = Array.from({ length: connections }, (_, index) => `${name}#${index}`);
 			const json = Buffer.alloc(bytes, "x");
-			await holding.keep(name, key, { json });
-			const plain = `${key}:plain`;
+			for (const each of names) {
+				const { key } = (await holding.lookup(each, from, null))!;
+				await holding.keep(each, key, { json });
+				keys.push(key);
+			}
+			const lookup = (cacher: RedisAnswers) => (index: number) => cacher.lookup(names[index], from, { encoding: null, held: [] });
+			const plain = `${keys.at(-1)}:plain`;
 			await client.set(plain, json, "EX", 600);
-			keys.push(key, plain);
+			keys.push(plain);
 			const held = await rate(lookup(holding), seconds, connections);
 			const sent = await rate(lookup(sending), seconds, connections);
 			const get = await rate(() => client.getBuffer(plain), seconds, connections);

@@ -204,7 +204,12 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		return found;
 	}
 
-	private async ask(name: string, held: StoredAnswer | undefined, encoding: Encoding | "", args: (string | number)[]): Promise<Found | null> {
+	private async ask(
+		name: string,
+		held: StoredAnswer | undefined,
+		encoding: Encoding | "",
+		args: (string | number)[],
+	): Promise<Found | null> {
 		const [key, tag, outcome, json, encoded] = await within(
 			this.client.catalogueLookupBuffer(this.generations, ...args),
 			REDIS_WAIT_MS,

@@ -105,7 +105,13 @@ test("the same lookup asked several times in one turn of the event loop is one c
 	const { key } = (await games(cacher))!;
 	await cacher.keep("games.list:{}", key, kept);
 	const lookups = jest.spyOn(cacher.client, "catalogueLookupBuffer");
-	const found = await Promise.all([games(cacher), games(cacher), games(cacher), cacher.lookup("authors.list:{}", ["authors"], null), games(cacher)]);
+	const found = await Promise.all([
+		games(cacher),
+		games(cacher),
+		games(cacher),
+		cacher.lookup("authors.list:{}", ["authors"], null),
+		games(cacher),
+	]);
 	expect(lookups).toHaveBeenCalledTimes(2);
 	for (const index of [0, 1, 2, 4]) expect(found[index]!.answer).toEqual(kept);
 	expect(found[3]!.answer).toBeUndefined();
