@@ -9,10 +9,9 @@ import type { RedisAnswers } from "../lib/cache/redis-cacher";
  * What reading the generations costs a distributed read (docs/caching.md), from this process,
  * `connections` at a time (each of a different answer, so none joins another), against the Redis
  * of the distributed run: the gateway's lookup (one script that reads the generations, makes the
- * key and answers) when the node holds the current
- * answer already (Redis sends no bytes of it: a hit, as a busy gateway sees it) and when it does
- * not (Redis sends the kept JSON), against a plain GET of the same bytes: what a cache that trusted
- * the writes' broadcasts would cost.
+ * key and answers) when the node holds the current answer already (Redis sends no bytes of it: a
+ * hit, as a busy gateway sees it) and when it does not (Redis sends the kept JSON), against a
+ * plain GET of the same bytes: what a cache that trusted the writes' broadcasts would cost.
  */
 export interface LookupCost {
 	/** The answer looked up: a scenario's, by its size. */
