@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
 import type { NatsConnection } from "nats";
 import { texts } from "../lib/catalogue/errors";
+import { within } from "../lib/async/within";
 import { needs } from "../lib/catalogue/services";
 import { natsConnection } from "../lib/config/transporter";
 import { healthAnswer, isHealthPath, type HealthPath, type Readiness } from "../lib/http/health";
@@ -11,13 +12,10 @@ const RTT_TIMEOUT_MS = 1000;
 
 /** Whether NATS answers a round trip in time; `rtt()` fails at once while the client is disconnected. */
 function natsAnswers(connection: Pick<NatsConnection, "rtt">): Promise<boolean> {
-	let timer: NodeJS.Timeout | undefined;
-	const late = new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(false), RTT_TIMEOUT_MS)));
-	const answered = connection.rtt().then(
+	return within(connection.rtt(), RTT_TIMEOUT_MS).then(
 		() => true,
 		() => false,
 	);
-	return Promise.race([answered, late]).finally(() => clearTimeout(timer));
 }
 
 /**

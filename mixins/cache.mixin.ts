@@ -1,5 +1,5 @@
-import type { Service, ServiceBroker, ServiceSchema } from "moleculer";
-import type { AnswerCache, CatalogueCache } from "../lib/cache/answers";
+import type { ActionSchema, Service, ServiceBroker, ServiceSchema } from "moleculer";
+import { sourcesOf, type AnswerCache, type CatalogueCache } from "../lib/cache/answers";
 import { RedisAnswers } from "../lib/cache/redis-cacher";
 
 /** The `cache` of an action whose answer is made of the records of `services` (docs/caching.md). */
@@ -11,8 +11,8 @@ export function cachedFrom(...services: string[]): CatalogueCache {
 const answerCacheOf = (broker: ServiceBroker) => broker.cacher as (AnswerCache & ServiceBroker["cacher"]) | undefined;
 
 /** The services whose records the cached answers of a service's `actions` are made of. */
-function sourcesOf(actions: ServiceSchema["actions"] = {}): Set<string> {
-	return new Set(Object.values(actions).flatMap(action => (action as { cache?: Partial<CatalogueCache> }).cache?.from ?? []));
+function sourcesOfAll(actions: ServiceSchema["actions"] = {}): Set<string> {
+	return new Set(Object.values(actions).flatMap(action => sourcesOf(action as ActionSchema) ?? []));
 }
 
 /**
@@ -30,7 +30,7 @@ const staleNews = (service: string) => `cache.stale.${service}`;
  */
 export function generationNews(services?: readonly string[]): Partial<ServiceSchema> {
 	/** The services whose news a service with this schema hears. */
-	const heardBy = (schema: ServiceSchema) => services ?? sourcesOf(schema.actions);
+	const heardBy = (schema: ServiceSchema) => services ?? sourcesOfAll(schema.actions);
 	// `merged` is a lifecycle hook of moleculer's that its typings leave out.
 	return {
 		// After the mixins are merged, before the events are registered: the service's own actions are known.

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import { Cachers, type ServiceBroker } from "moleculer";
+import { within } from "../async/within";
 import type { Encoding } from "../http/compression";
 import { answerCacheMiddleware, storedBytes, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
 import { generationsKey } from "./keys";
@@ -85,17 +86,6 @@ interface AnswersClient extends Redis {
 	catalogueLookupBuffer(key: string, ...args: (string | number)[]): Promise<(Buffer | null)[]>;
 	catalogueAdopt(key: string, run: string, random: string): Promise<string>;
 	catalogueAddEncoding(key: string, encoding: Encoding, bytes: Buffer): Promise<number>;
-}
-
-/** `promise`, or a rejection once `ms` have passed. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-	let timer: NodeJS.Timeout | undefined;
-	const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
-	try {
-		return await Promise.race([promise, late]);
-	} finally {
-		clearTimeout(timer);
-	}
 }
 
 /**

@@ -2,6 +2,7 @@ import { hash } from "node:crypto";
 import ipaddr from "ipaddr.js";
 import { Cachers, type ServiceBroker } from "moleculer";
 import type { RateLimitSettings } from "moleculer-web";
+import { within } from "../async/within";
 import type { RateLimit } from "../config/config";
 import type { ClientAddress } from "./client-address";
 
@@ -116,15 +117,7 @@ class RequestCounts {
 		const now = Date.now();
 		const start = windowStart(now, this.windowMs);
 		const key = countKey(this.broker.namespace, this.route, start, client);
-		let timer: NodeJS.Timeout | undefined;
-		const late = new Promise<never>(
-			(_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_COUNT_WAIT_MS} ms`)), REDIS_COUNT_WAIT_MS)),
-		);
-		try {
-			return Number(await Promise.race([redis.eval(COUNT_REQUEST, 1, key, start + this.windowMs - now + CLOCK_SKEW_MS), late]));
-		} finally {
-			clearTimeout(timer);
-		}
+		return Number(await within(redis.eval(COUNT_REQUEST, 1, key, start + this.windowMs - now + CLOCK_SKEW_MS), REDIS_COUNT_WAIT_MS));
 	}
 
 	private countInMemory(client: string): number {
