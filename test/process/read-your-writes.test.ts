@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { Api } from "../support/catalogue";
 import { ReadLoad } from "../support/load";
 import { startNats, startNatsCluster } from "../support/nats";
-import { answers, freePorts, startNode, waitFor, type Node } from "../support/process";
+import { reachesEveryService } from "../support/cluster";
+import { freePorts, startNode, waitFor, type Node } from "../support/process";
 import { rawRequest, type RawAnswer } from "../support/raw-http";
 import { startRedis, type RedisServer } from "../support/redis";
 import type { Author } from "../../services/authors.types";
@@ -75,12 +76,13 @@ async function startCatalogue(nats: NatsLayout, redis: RedisServer): Promise<Cat
 		stop: async () => void (await Promise.all(nodes.map(node => node.kill()))),
 	};
 	try {
-		for (const gateway of [catalogue.a, catalogue.b]) {
-			const api = new Api(gateway);
-			const reachesEveryService = async () =>
-				(await Promise.all(["/category", "/author", "/game"].map(route => answers(api, route)()))).every(Boolean);
-			await waitFor(`the gateway at ${gateway} reaches authors, categories and games`, reachesEveryService, nodes, START_MS);
-		}
+		for (const gateway of [catalogue.a, catalogue.b])
+			await waitFor(
+				`the gateway at ${gateway} reaches authors, categories and games`,
+				reachesEveryService(new Api(gateway)),
+				nodes,
+				START_MS,
+			);
 	} catch (err) {
 		await catalogue.stop();
 		throw err;

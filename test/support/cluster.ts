@@ -33,7 +33,7 @@ export interface ClusterOptions {
 const START_MS = 30_000;
 
 /** Until the gateway reaches all three data services: each path needs one of them. */
-const reachesEveryService = (api: Api) => async () =>
+export const reachesEveryService = (api: Api) => async () =>
 	(await Promise.all(["/category", "/author", "/game"].map(route => answers(api, route)()))).every(Boolean);
 
 /** Starts NATS and the four nodes, and waits until the gateway reaches every service. */
