@@ -95,6 +95,12 @@ export class HttpAnswer {
 	) {}
 }
 
+/** An answer made by running its action: as records for the caller that ran it, and as kept (none when the action answered nothing). */
+interface Built {
+	records: unknown;
+	stored: StoredAnswer | undefined;
+}
+
 /** How long failed lookups go unsaid after one was said, while they keep failing. */
 const LOOKUP_FAILURE_QUIET_MS = 10_000;
 
@@ -146,6 +152,23 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 		return new HttpAnswer(tag, await encoded(name, key, json, encoding), encoding);
 	}
 
+	/** The answers being made, by key: a request for one joins its making instead of making it again (single flight). */
+	const building = new Map<string, Promise<Built>>();
+
+	/** Runs the action (asking another node not to look up again) and makes the JSON it is kept and sent as. */
+	async function build(this: Service, next: ActionHandler, ctx: Context<unknown, CacheMeta>, remote: boolean): Promise<Built> {
+		if (remote) ctx.meta.$cache = false;
+		let records: unknown;
+		try {
+			records = await next.call(this, ctx);
+		} finally {
+			// The meta of a call flows back to its caller; this request's other calls may use the cache.
+			if (remote) delete ctx.meta.$cache;
+		}
+		const json = JSON.stringify(records);
+		return { records, stored: json === undefined ? undefined : { json: Buffer.from(json) } };
+	}
+
 	function cached(next: ActionHandler, action: ActionSchema, remote: boolean): ActionHandler {
 		const from = sourcesOf(action);
 		if (!from) return next;
@@ -176,22 +199,30 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 				ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_FOUND_TOTAL);
 				return wish ? forHttp(name, found, found.answer, wish) : JSON.parse(found.answer.json!.toString());
 			}
-			if (remote) ctx.meta.$cache = false;
-			let answer: unknown;
-			try {
-				answer = await next.call(this, ctx);
-			} finally {
-				// The meta of a call flows back to its caller; this request's other calls may use the cache.
-				if (remote) delete ctx.meta.$cache;
+			const joined = building.get(found.key);
+			if (joined) {
+				const { stored } = await joined;
+				if (!stored) return undefined;
+				return wish ? forHttp(name, found, stored, wish) : JSON.parse(stored.json.toString());
 			}
-			const json = JSON.stringify(answer);
-			if (json === undefined) return answer;
-			const stored: StoredAnswer = { json: Buffer.from(json) };
-			if (wish?.encoding && stored.json.length >= COMPRESS_FROM_BYTES)
-				stored[wish.encoding] = await compress(stored.json, wish.encoding);
+			const built = build.call(this, next, ctx, remote);
+			building.set(found.key, built);
+			// Forgotten only once the cache has taken it, and the lookups it answered before that have come this far (as encoder's).
+			const forget = () => setImmediate(() => building.delete(found.key));
+			const { stored, records } = await built.catch((err: unknown) => {
+				forget();
+				throw err;
+			});
+			if (!stored) {
+				forget();
+				return records;
+			}
 			ctx.broker.metrics.increment(METRIC.MOLECULER_CACHER_SET_TOTAL);
-			cache.keep(name, found.key, stored).catch((err: Error) => warn(`Could not cache ${action.name}: ${err.message}`));
-			return wish ? forHttp(name, found, stored, wish) : answer;
+			cache
+				.keep(name, found.key, stored)
+				.catch((err: Error) => warn(`Could not cache ${action.name}: ${err.message}`))
+				.finally(forget);
+			return wish ? forHttp(name, found, stored, wish) : records;
 		} as ActionHandler;
 	}
 

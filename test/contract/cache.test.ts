@@ -118,6 +118,26 @@ describe("a hit is sent as it is kept", () => {
 	});
 });
 
+describe("the same answer is made once", () => {
+	const rename = () => api.put(`/author/${teuber.id}`, { name: "Klaus Teuber", nationality: "German" });
+
+	test("GET /game asked by 8 clients at once after a write: the stores are read as for one, and all 8 get the answer", async () => {
+		const read = () => api.get("/game");
+		// The first, untimed, caches what a write of an author leaves cached (the categories a list populates).
+		await rename();
+		await read();
+		await rename();
+		let alone: Awaited<ReturnType<typeof read>> | undefined;
+		const once = await storeReads(async () => (alone = await read()));
+		await rename();
+		let together: Awaited<ReturnType<typeof read>>[] = [];
+		const reads = await storeReads(async () => (together = await Promise.all(Array.from({ length: 8 }, read))));
+		expect(sum(once)).toBeGreaterThan(0);
+		expect(reads).toEqual(once);
+		for (const answer of together) expect({ status: answer.status, body: answer.body }).toEqual({ status: 200, body: alone?.body });
+	});
+});
+
 /** Every read of READS, so that each is cached before a write. */
 const readEverything = () => Promise.all(READS.map(([, read]) => read()));
 
