@@ -9,8 +9,8 @@ import { localService, startCatalogue, type Catalogue } from "../support/catalog
 // Redis, which compose bounds with maxmemory (test/deploy/compose.test.ts).
 
 const CACHE_BYTES = 4 * 1024 * 1024;
-/** More than an eighth of CACHE_BYTES as JSON: GET /game is served but not kept in one broker. */
-const GAMES = 3000;
+/** More than half of CACHE_BYTES as JSON: GET /game is served but not kept in one broker. */
+const GAMES = 10_000;
 
 let catalogue: Catalogue;
 

@@ -1,5 +1,6 @@
 import { actionCounter } from "../support/calls";
 import { newId } from "../../lib/catalogue/ids";
+import { config } from "../../lib/config/config";
 import { forgetCachedAnswers, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
 // GET /game costs the same broker calls whatever the number of games: the list populates its
@@ -123,4 +124,17 @@ test("GET /game runs the same four actions (the gateway, the list and one batche
 		await storeGames(count);
 		expect(await listGames()).toEqual({ calls: expected, games: count });
 	}
+}, 120_000);
+
+test("GET /game of 100,000 games asked again is answered from the cache under the default bounds (CACHE_MAX_MB)", async () => {
+	expect(config.cacheMaxBytes).toBe(64 * 1024 * 1024);
+	await storeGames(100_000);
+	const first = await listGames();
+	calls.clear();
+	const { status, body } = await catalogue.api.get("/game");
+	expect({ status, games: body.length, calls: Object.fromEntries(calls) }).toEqual({
+		status: 200,
+		games: first.games,
+		calls: { "api.rest": 1 },
+	});
 }, 120_000);
