@@ -38,9 +38,9 @@ function whole(name: string, fallback: number, min: number, max: number): number
 	return number;
 }
 
-/** "10000,100000" to [10000, 100000]; "" to none. */
+/** "1000,10000,100000" to [1000, 10000, 100000]; "" to none. */
 function growthSteps(value: string | undefined): number[] {
-	const items = (value ?? "10000,100000")
+	const items = (value ?? "1000,10000,100000")
 		.split(",")
 		.map(item => item.trim())
 		.filter(Boolean);

@@ -1,9 +1,9 @@
 import { describeError, send, sendJson } from "./http";
 import { measure, type Measurement } from "./measure";
 import { residentBytes } from "./processes";
-import { createScenario, updateScenario } from "./scenarios";
+import { besideListsScenario, createScenario, updateScenario } from "./scenarios";
 import { addGames, seed, type Category, type Game, type Seeded } from "./seed";
-import type { Target } from "./servers";
+import { loopDelay, type Target } from "./servers";
 import type { GrowthResult } from "./table";
 
 export interface GrowthOptions {
@@ -30,18 +30,43 @@ async function list(base: string): Promise<number> {
 	return answer.body.length;
 }
 
-/** `GET /game` one request at a time for `seconds`, each after `before` (untimed): the timings. */
-async function timeLists(base: string, seconds: number, timings: number[], before: () => Promise<void>): Promise<number> {
+/** `request` one at a time for `seconds`, each after `before` (untimed): the timings; answers the last one's size. */
+async function timeRequests(
+	seconds: number,
+	timings: number[],
+	before: () => Promise<void>,
+	request: () => Promise<number>,
+): Promise<number> {
 	let answerBytes = 0;
 	const started = performance.now();
 	while (timings.length < MIN_REQUESTS || (performance.now() - started < seconds * 1000 && timings.length < MAX_REQUESTS)) {
 		await before();
 		const sent = performance.now();
-		answerBytes = await list(base);
+		answerBytes = await request();
 		timings.push(performance.now() - sent);
 	}
 	return answerBytes;
 }
+
+/** `GET /game` one request at a time for `seconds`, each after `before` (untimed): the timings. */
+const timeLists = (base: string, seconds: number, timings: number[], before: () => Promise<void>) =>
+	timeRequests(seconds, timings, before, () => list(base));
+
+/** The page the issue that asked for it timed: the 100th page of 20 games, no filter. */
+const GAME_PAGE = { pageable: { pageNumber: 99, pageSize: 20, sort: [{ property: "title", direction: "asc" }] } };
+
+/** The size of one `POST /game` page; any other status than 200 is an error. */
+async function gamePage(base: string): Promise<number> {
+	const answer = await send(base, "POST", "/game", JSON.stringify(GAME_PAGE), REQUEST_TIMEOUT_MS);
+	if (answer.status !== 200) throw new Error(`POST /game answered ${answer.status} ${answer.body.toString().slice(0, 200)}`);
+	return answer.body.length;
+}
+
+/** Renames `category` to its own name: every cached game list and page becomes unreachable. */
+const renamer = (base: string, category: Category) => async () => {
+	const answer = await send(base, "PUT", `/category/${category.id}`, JSON.stringify({ name: category.name }), REQUEST_TIMEOUT_MS);
+	if (answer.status !== 200) throw new Error(`PUT /category/{id} answered ${answer.status}`);
+};
 
 const mean = (timings: number[]) => timings.reduce((sum, ms) => sum + ms, 0) / timings.length;
 
@@ -56,10 +81,7 @@ async function timeList(
 ): Promise<Pick<GrowthResult, "answerBytes" | "requests" | "meanMs" | "coldMs" | "error">> {
 	const cached: number[] = [];
 	const cold: number[] = [];
-	const rename = async () => {
-		const answer = await send(base, "PUT", `/category/${category.id}`, JSON.stringify({ name: category.name }), REQUEST_TIMEOUT_MS);
-		if (answer.status !== 200) throw new Error(`PUT /category/{id} answered ${answer.status}`);
-	};
+	const rename = renamer(base, category);
 	let answerBytes: number | undefined;
 	try {
 		// The first list at a new size warms the code paths up; it is not timed.
@@ -70,6 +92,30 @@ async function timeList(
 		return { answerBytes, requests: cached.length + cold.length, error: describeError(err) };
 	}
 	return { answerBytes, requests: cached.length + cold.length, meanMs: mean(cached), coldMs: mean(cold) };
+}
+
+/** The mean time of a game page computed afresh (after a rename of `category` each time). */
+async function timePages(base: string, seconds: number, category: Category): Promise<Pick<GrowthResult, "pageMs" | "error">> {
+	const timings: number[] = [];
+	try {
+		await gamePage(base);
+		await timeRequests(seconds, timings, renamer(base, category), () => gamePage(base));
+	} catch (err) {
+		return { error: `pages: ${describeError(err)}` };
+	}
+	return { pageMs: mean(timings) };
+}
+
+/** Small reads while clients list every game (scenarios.ts besideListsScenario): their latency, or why none. */
+async function timeBesideLists(base: string, seeded: Seeded, games: number, { seconds, connections }: GrowthOptions) {
+	const measured = await measure(base, besideListsScenario(games, seeded.authors.length), {
+		durationS: seconds,
+		warmupS: 1,
+		connections,
+	});
+	return measured.failures
+		? { error: `small reads beside lists: ${measured.failures.non2xx} non-2xx, ${measured.failures.errors} socket errors` }
+		: { beside: { rps: measured.rps, p50: measured.p50, p99: measured.p99 } };
 }
 
 /** A write run's rate, or why it has none: any answer other than a 2xx makes it a finding. */
@@ -123,14 +169,24 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 			log(`  ${target.name}: seeding ${step.toLocaleString("en-US")} games FAILED: ${describeError(err)}`);
 			break;
 		}
+		await loopDelay(target);
 		const timed = await timeList(target.base, options.seconds, seeded.categories[0]);
+		const pages = await timePages(target.base, options.seconds, seeded.categories[0]);
+		const beside = await timeBesideLists(target.base, seeded, step, options).catch(err => ({
+			error: describeError(err),
+			beside: undefined,
+		}));
 		const writes = await timeWrites(target.base, seeded, updated, options).catch((err): Writes => ({ error: describeError(err) }));
+		const loop = await loopDelay(target);
 		const result: GrowthResult = {
 			target: target.name,
 			games: step,
 			...timed,
+			...pages,
+			...beside,
 			...writes,
-			error: timed.error ?? writes.error,
+			loopMs: loop?.maxMs,
+			error: timed.error ?? pages.error ?? beside.error ?? writes.error,
 			memory: memory(),
 		};
 		results.push(result);

@@ -9,13 +9,26 @@ export interface Measurement {
 	p99: number;
 	requests: number;
 	failures?: { non2xx: number; errors: number; timeouts: number };
+	/** The longest event-loop delay of the target's catalogue processes during the run (ms), and whose. */
+	loop?: { maxMs: number; process: string };
 }
 
 export interface RunOptions {
 	durationS: number;
 	warmupS: number;
 	connections: number;
+	/** The target's longest event-loop delay since it was last asked (servers.ts loopDelay). */
+	loop?: () => Promise<Measurement["loop"]>;
 }
+
+/** The requests of connection `i`, in turn. */
+const sequenceOf = (scenario: Pick<Scenario, "method" | "requests">, i: number) =>
+	[scenario.requests[i % scenario.requests.length]].flat().map(({ method, path, body }) => ({
+		method: method ?? scenario.method,
+		path,
+		body,
+		headers: body === undefined ? {} : { "content-type": "application/json" },
+	}));
 
 interface Fired {
 	result: autocannon.Result;
@@ -23,7 +36,7 @@ interface Fired {
 	latencies: number[];
 }
 
-function fire(base: string, scenario: Scenario, durationS: number, connections: number): Promise<Fired> {
+function fire(base: string, scenario: Pick<Scenario, "method" | "requests">, durationS: number, connections: number): Promise<Fired> {
 	const latencies: number[] = [];
 	let client = 0;
 	return new Promise((resolve, reject) => {
@@ -32,12 +45,8 @@ function fire(base: string, scenario: Scenario, durationS: number, connections: 
 				url: base,
 				connections,
 				duration: durationS,
-				setupClient: connection => {
-					const { path, body } = scenario.requests[client++ % scenario.requests.length];
-					const headers = body === undefined ? {} : { "content-type": "application/json" };
-					// setRequests, not setRequest: that one changes the next request only, not the ones after.
-					connection.setRequests([{ method: scenario.method, path, body, headers }]);
-				},
+				// setRequests, not setRequest: that one changes the next request only, not the ones after.
+				setupClient: connection => connection.setRequests(sequenceOf(scenario, client++)),
 			},
 			(err: Error | null, result) => (err ? reject(err) : resolve({ result, latencies })),
 		);
@@ -59,8 +68,19 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 		failures.timeouts += fired.result.timeouts;
 		return fired;
 	};
-	if (options.warmupS > 0) checked(await fire(base, scenario, options.warmupS, options.connections));
-	const { result, latencies } = checked(await fire(base, scenario, options.durationS, options.connections));
+	/** The scenario's requests, with its background load (if any) for as long. */
+	const run = async (seconds: number) => {
+		const { background } = scenario;
+		const [fired] = await Promise.all([
+			fire(base, scenario, seconds, options.connections),
+			background && fire(base, background, seconds, background.connections).then(checked),
+		]);
+		return checked(fired);
+	};
+	if (options.warmupS > 0) await run(options.warmupS);
+	await options.loop?.();
+	const { result, latencies } = await run(options.durationS);
+	const loop = await options.loop?.();
 	const sorted = Float64Array.from(latencies).sort();
 	const refused = failures.non2xx + failures.errors + failures.timeouts > 0 || sorted.length === 0;
 	return {
@@ -68,6 +88,7 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 		p50: percentile(sorted, 0.5),
 		p99: percentile(sorted, 0.99),
 		requests: result["2xx"],
+		...(loop && { loop }),
 		...(refused && { failures }),
 	};
 }

@@ -9,7 +9,7 @@ import { killAll } from "./processes";
 import { chooseCache, settings, writeResults, type CacheChoice } from "./report";
 import { capture, scenarios, type Route, type Scenario } from "./scenarios";
 import { seed } from "./seed";
-import { startCeiling, startDistributed, startEmbedded, type Target } from "./servers";
+import { loopDelay, startCeiling, startDistributed, startEmbedded, type Target } from "./servers";
 import { asMarkdown, asText, growthTable, mainTable, refusal, type GrowthResult, type ScenarioResult } from "./table";
 
 // `npm run bench`: the ceiling, the embedded catalogue and the distributed one, side by side
@@ -18,8 +18,10 @@ import { asMarkdown, asText, growthTable, mainTable, refusal, type GrowthResult,
 const log = (line = "") => console.log(line);
 
 /** The size of what the catalogue answers to the scenario's first request. */
-const answerBytes = (routes: Route[], scenario: Scenario) =>
-	routes.find(route => route.method === scenario.method && route.path === scenario.requests[0].path)?.answer.body.length ?? 0;
+function answerBytes(routes: Route[], scenario: Scenario): number {
+	const [{ method = scenario.method, path }] = [scenario.requests[0]].flat();
+	return routes.find(route => route.method === method && route.path === path)?.answer.body.length ?? 0;
+}
 
 /** The scenarios BENCH_ONLY names, or all. */
 const chosen = (all: Scenario[], { only }: BenchConfig) =>
@@ -28,9 +30,10 @@ const chosen = (all: Scenario[], { only }: BenchConfig) =>
 /** Runs every scenario against `target`; `all[i]` is the target's own request for `results[i]`. */
 async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions) {
 	for (const [i, scenario] of all.entries()) {
-		const measured = await measure(target.base, scenario, options);
+		const measured = await measure(target.base, scenario, { ...options, loop: () => loopDelay(target) });
 		results[i].runs[target.name] = measured;
-		const numbers = `${Math.round(measured.rps)} rps, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms`;
+		const loop = measured.loop ? `, loop max ${measured.loop.maxMs.toFixed(1)} ms (${measured.loop.process})` : "";
+		const numbers = `${Math.round(measured.rps)} rps, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms${loop}`;
 		log(`  ${target.name.padEnd(11)} ${scenario.name}: ${refusal(measured) ?? numbers}`);
 	}
 }

@@ -2,6 +2,8 @@ import { send, type Answer, type Method } from "./http";
 import { gameBody, type Game, type Seeded } from "./seed";
 
 interface ScenarioRequest {
+	/** The scenario's method unless set. */
+	method?: Method;
 	path: string;
 	body?: string;
 }
@@ -10,8 +12,10 @@ interface ScenarioRequest {
 export interface Scenario {
 	name: string;
 	method: Method;
-	/** Connection `i` sends `requests[i % length]` again and again. */
-	requests: ScenarioRequest[];
+	/** Connection `i` sends `requests[i % length]` (one request, or several in turn) again and again. */
+	requests: (ScenarioRequest | ScenarioRequest[])[];
+	/** Other clients sending other requests for as long: only the scenario's own are measured. */
+	background?: { connections: number; requests: ScenarioRequest[]; method: Method };
 	/** The share of the ceiling's requests per second the embedded service is to reach. */
 	embeddedTarget: number;
 	/** The share of the embedded service's requests per second the distributed one is to reach; DISTRIBUTED_TARGET when unset. */
@@ -55,8 +59,48 @@ export function createScenario(seeded: Pick<Seeded, "categories" | "authors">, c
 	};
 }
 
+/** Clients listing every game while others read small answers: the small reads' latency is what is measured. */
+const LISTING_CLIENTS = 4;
+
 /**
- * The seven scenarios over a seeded catalogue. The filtered list searches for a word of the first
+ * 90% reads of lists and pages, 10% writes: each connection sends the nine reads, then an update
+ * of a game of its own (to its own values, as the update scenario), and again.
+ */
+export function mixedScenario(seeded: Seeded, updated: Game[], filtered: string): Scenario {
+	const reads: ScenarioRequest[] = [
+		{ method: "GET", path: "/game" },
+		{ method: "POST", path: "/game", body: GAME_PAGE },
+		{ method: "GET", path: "/author" },
+		{ method: "POST", path: "/author", body: PAGE },
+		{ method: "GET", path: filtered },
+		{ method: "GET", path: "/category" },
+		{ method: "POST", path: "/game", body: GAME_PAGE },
+		{ method: "GET", path: "/author" },
+		{ method: "POST", path: "/author", body: PAGE },
+	];
+	return {
+		name: "Mixed: 90% reads, 10% updates",
+		method: "GET",
+		requests: updated.map(game => [...reads, { method: "PUT", path: `/game/${game.id}`, body: unchanged(game) }]),
+		embeddedTarget: 0.15,
+		detail: `per connection: GET /game, the game page, GET /author, the author page, the filtered list, GET /category, the two pages again, then an update of its own game; ${seeded.games.length} games`,
+	};
+}
+
+/** Small reads (`GET /author`) while LISTING_CLIENTS other clients list every game, again and again. */
+export function besideListsScenario(games: number, authors: number): Scenario {
+	return {
+		name: `GET /author beside ${LISTING_CLIENTS} listing`,
+		method: "GET",
+		requests: [{ path: "/author" }],
+		background: { connections: LISTING_CLIENTS, method: "GET", requests: [{ path: "/game" }] },
+		embeddedTarget: 0.1,
+		detail: `all ${authors} authors, while ${LISTING_CLIENTS} other clients list all ${games} games`,
+	};
+}
+
+/**
+ * The nine scenarios over a seeded catalogue. The filtered list searches for a word of the first
  * game's title within that game's category, so it always finds some games. The create comes last:
  * the games it adds would change the answers of the others.
  */
@@ -65,6 +109,7 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 	const word = first.title.split(" ")[1].toLowerCase();
 	const found = seeded.games.filter(game => game.category === first.category && game.title.toLowerCase().includes(word)).length;
 	const updated = seeded.games.slice(0, Math.min(connections, seeded.games.length));
+	const filtered = `/game?title=${word}&idCategory=${first.category}`;
 	return [
 		{
 			name: "GET /game",
@@ -78,7 +123,7 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 		{
 			name: "GET /game?title&idCategory",
 			method: "GET",
-			requests: [{ path: `/game?title=${word}&idCategory=${first.category}` }],
+			requests: [{ path: filtered }],
 			embeddedTarget: 0.2,
 			detail: `title "${word}" in one category: ${found} games`,
 		},
@@ -98,6 +143,8 @@ export function scenarios(seeded: Seeded, connections: number): Scenario[] {
 			embeddedTarget: 0.2,
 			detail: `all ${seeded.authors.length} authors`,
 		},
+		besideListsScenario(seeded.games.length, seeded.authors.length),
+		mixedScenario(seeded, updated, filtered),
 		createScenario(seeded, connections),
 	];
 }
@@ -116,14 +163,12 @@ export interface Route {
 export async function capture(base: string, all: Scenario[]): Promise<Route[]> {
 	const routes: Route[] = [];
 	for (const scenario of all)
-		for (const { path, body } of scenario.requests) {
-			if (routes.some(route => route.method === scenario.method && route.path === path)) continue;
-			const answer = await send(base, scenario.method, path, body);
+		for (const { method = scenario.method, path, body } of [...scenario.requests.flat(), ...(scenario.background?.requests ?? [])]) {
+			if (routes.some(route => route.method === method && route.path === path)) continue;
+			const answer = await send(base, method, path, body);
 			if (answer.status !== 200)
-				throw new Error(
-					`${scenario.name}: ${scenario.method} ${path} answered ${answer.status} ${answer.body.toString().slice(0, 300)}`,
-				);
-			routes.push({ method: scenario.method, path, answer });
+				throw new Error(`${scenario.name}: ${method} ${path} answered ${answer.status} ${answer.body.toString().slice(0, 300)}`);
+			routes.push({ method, path, answer });
 		}
 	return routes;
 }

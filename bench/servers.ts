@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { SERVICE_NAMES } from "../lib/catalogue/services";
 import { send } from "./http";
 import type { Pinning } from "./machine";
 import { accepts, freePort, startChild, waitUntil, type Child } from "./processes";
+import type { LoopDelay } from "./loop-delay";
 import type { Route } from "./scenarios";
 
 export const ROOT = path.resolve(__dirname, "../..");
@@ -20,6 +21,44 @@ export interface Target {
 	base: string;
 	processes: Child[];
 	stop(): Promise<void>;
+}
+
+/** A catalogue node the benchmark started, which reports its event loop's delays (bench/loop-delay.ts). */
+interface Node extends Child {
+	loopFile: string;
+}
+
+const isNode = (child: Child): child is Node => "loopFile" in child;
+
+/** How long a node may take to write its loop's delays once signalled. */
+const LOOP_REPORT_MS = 2000;
+
+/** Asks one node for its loop's delays since it was last asked; null when it did not answer. */
+async function askLoop(node: Node): Promise<LoopDelay | null> {
+	rmSync(node.loopFile, { force: true });
+	if (!node.running()) return null;
+	node.process.kill("SIGUSR2");
+	const deadline = Date.now() + LOOP_REPORT_MS;
+	while (Date.now() < deadline) {
+		try {
+			return JSON.parse(readFileSync(node.loopFile, "utf8")) as LoopDelay;
+		} catch {
+			await new Promise(resolve => setTimeout(resolve, 20));
+		}
+	}
+	return null;
+}
+
+/**
+ * The longest event-loop delay of the target's catalogue processes since the last call (the
+ * first call starts the count), and which process it was; undefined for the ceiling.
+ */
+export async function loopDelay(target: Target): Promise<{ maxMs: number; process: string } | undefined> {
+	const nodes = target.processes.filter(isNode);
+	if (nodes.length === 0) return undefined;
+	const reports = await Promise.all(nodes.map(async node => ({ process: node.name, delay: await askLoop(node) })));
+	const longest = reports.reduce((a, b) => ((b.delay?.max ?? -1) > (a.delay?.max ?? -1) ? b : a));
+	return longest.delay ? { maxMs: longest.delay.max, process: longest.process } : undefined;
 }
 
 const answers200 = (base: string, paths: string[]) => async () =>
@@ -62,24 +101,27 @@ const CLEARED = [
  * folder), its access log on, its output read as a terminal would; with `profileDir`, it writes a
  * CPU profile there when it stops (BENCH_PROFILE).
  */
-function startNode(name: string, pinning: Pinning, profileDir: string | undefined, env: NodeJS.ProcessEnv): Child {
+function startNode(name: string, pinning: Pinning, profileDir: string | undefined, env: NodeJS.ProcessEnv): Node {
 	if (!existsSync(path.join(ROOT, "dist/moleculer.config.js"))) throw new Error("dist/ is missing: run `npm run build` first");
 	const cleared = Object.fromEntries(CLEARED.map(variable => [variable, undefined]));
 	const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", path.join(profileDir, name)] : [];
 	const folder = mkdtempSync(path.join(tmpdir(), `catalogue-bench-${name}-`));
-	const node = startChild(
+	const loopFile = path.join(folder, "loop-delay.json");
+	const child = startChild(
 		name,
 		pinning,
 		process.execPath,
-		[...profile, RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")],
+		[...profile, "--require", path.join(__dirname, "loop-delay.js"), RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")],
 		{
 			...cleared,
 			SERVICEDIR: path.join(ROOT, "dist/services"),
 			DATA_DIR: folder,
 			START_TIMEOUT: "30",
+			BENCH_LOOP_FILE: loopFile,
 			...env,
 		},
 	);
+	const node: Node = Object.assign(child, { loopFile });
 	const kill = node.kill.bind(node);
 	node.kill = async () => {
 		await kill();

@@ -36,13 +36,23 @@ function verdict(measured: Measurement | undefined, against: Measurement | undef
 }
 
 export function mainTable(results: ScenarioResult[]): Table {
-	const rows = [["Scenario", "Answer", "Run", "rps", "p50 ms", "p99 ms", "of ceiling", "of embedded", "Target", "Result"]];
+	const rows = [
+		["Scenario", "Answer", "Run", "rps", "p50 ms", "p99 ms", "p99/p50", "loop max ms", "of ceiling", "of embedded", "Target", "Result"],
+	];
 	for (const { scenario, answerBytes, runs } of results) {
 		const { ceiling, embedded, distributed } = runs;
 		for (const name of TARGETS) {
 			const measured = runs[name];
 			const numbers =
-				measured && !measured.failures ? [wholeNumber(measured.rps), ms(measured.p50), ms(measured.p99)] : ["—", "—", "—"];
+				measured && !measured.failures
+					? [
+							wholeNumber(measured.rps),
+							ms(measured.p50),
+							ms(measured.p99),
+							`${(measured.p99 / measured.p50).toFixed(1)}x`,
+							measured.loop ? ms(measured.loop.maxMs) : "",
+						]
+					: ["—", "—", "—", "—", "—"];
 			const first = name === "ceiling" ? [scenario.name, `${answerBytes.toLocaleString("en-US")} B`] : ["", ""];
 			if (name === "ceiling") {
 				rows.push([...first, name, ...numbers, "", "", "", measured ? (refusal(measured) ?? "") : "not run"]);
@@ -57,7 +67,7 @@ export function mainTable(results: ScenarioResult[]): Table {
 			}
 		}
 	}
-	return { rows, right: [false, true, false, true, true, true, true, true, false, false] };
+	return { rows, right: [false, true, false, true, true, true, true, true, true, true, false, false] };
 }
 
 /** One growth step of one target: `GET /game` over many games, and the memory of every process. */
@@ -72,6 +82,12 @@ export interface GrowthResult {
 	/** Requests per second of the create and the update run at this size. */
 	createRps?: number;
 	updateRps?: number;
+	/** Mean latency of a game page (the 100th of 20) computed afresh. */
+	pageMs?: number;
+	/** `GET /author` while 4 other clients list every game. */
+	beside?: { rps: number; p50: number; p99: number };
+	/** The longest event-loop delay of any catalogue process during the step's timed requests (ms). */
+	loopMs?: number;
 	memory: { name: string; bytes: number | null }[];
 	/** What went wrong instead of (or after some of) the measurement: a finding, not a crash. */
 	error?: string;
@@ -92,11 +108,28 @@ export function growthTable(results: GrowthResult[]): Table {
 			"per MB",
 			"Create rps",
 			"Update rps",
+			"Page ms",
+			"Small reads beside lists p50 / p99 ms",
+			"Loop max ms",
 			"RSS per process",
 			"Note",
 		],
 	];
-	for (const { target, games, answerBytes, requests, meanMs, coldMs, createRps, updateRps, memory, error } of results) {
+	for (const {
+		target,
+		games,
+		answerBytes,
+		requests,
+		meanMs,
+		coldMs,
+		createRps,
+		updateRps,
+		pageMs,
+		beside,
+		loopMs,
+		memory,
+		error,
+	} of results) {
 		const perMb = (mean: number | undefined) =>
 			mean === undefined || !answerBytes ? "—" : (mean / (answerBytes / 1_048_576)).toFixed(1);
 		rows.push([
@@ -110,11 +143,14 @@ export function growthTable(results: GrowthResult[]): Table {
 			perMb(coldMs),
 			createRps === undefined ? "—" : wholeNumber(createRps),
 			updateRps === undefined ? "—" : wholeNumber(updateRps),
+			pageMs === undefined ? "—" : ms(pageMs),
+			beside === undefined ? "—" : `${ms(beside.p50)} / ${ms(beside.p99)}`,
+			loopMs === undefined ? "—" : ms(loopMs),
 			memory.map(({ name, bytes }) => `${name} ${bytes === null ? "gone" : mb(bytes)}`).join(", "),
 			error ?? "",
 		]);
 	}
-	return { rows, right: [false, true, true, true, true, true, true, true, true, true, false, false] };
+	return { rows, right: [false, true, true, true, true, true, true, true, true, true, true, true, true, false, false] };
 }
 
 export function asText({ rows, right }: Table): string {
