@@ -66,7 +66,7 @@ const LISTING_CLIENTS = 4;
  * 90% reads of lists and pages, 10% writes: each connection sends the nine reads, then an update
  * of a game of its own (to its own values, as the update scenario), and again.
  */
-export function mixedScenario(seeded: Seeded, updated: Game[], filtered: string): Scenario {
+function mixedScenario(seeded: Seeded, updated: Game[], filtered: string): Scenario {
 	const reads: ScenarioRequest[] = [
 		{ method: "GET", path: "/game" },
 		{ method: "POST", path: "/game", body: GAME_PAGE },
