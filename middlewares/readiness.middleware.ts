@@ -5,7 +5,7 @@ import { texts } from "../lib/catalogue/errors";
 import { within } from "../lib/async/within";
 import { needs } from "../lib/catalogue/services";
 import { natsConnection } from "../lib/config/transporter";
-import { healthAnswer, isHealthPath, type HealthPath, type Readiness } from "../lib/http/health";
+import { healthAnswer, isHealthPath, waitingOn, type HealthPath, type Readiness } from "../lib/http/health";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
@@ -34,7 +34,8 @@ async function isReady(broker: ServiceBroker): Promise<boolean> {
 /**
  * Ready: the node is (isReady above), and every catalogue service its own services need answers
  * its `ready` action (mixins/db.mixin.ts), here or on another node: a round trip that also reads
- * that service's store. A node's own services are among those it needs.
+ * that service's store, and fails while that store refuses writes. A node's own services are
+ * among those it needs.
  */
 async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	if (!(await isReady(broker))) return { ready: false, waitingFor: ["node"] };
@@ -43,7 +44,7 @@ async function readiness(broker: ServiceBroker): Promise<Readiness> {
 		[...needed].sort().map(name =>
 			broker.call(`${name}.ready`, {}, { timeout: RTT_TIMEOUT_MS, retries: 0 }).then(
 				() => null,
-				() => name,
+				(err: unknown) => waitingOn(name, err),
 			),
 		),
 	);
@@ -60,7 +61,8 @@ export const brokerHealth = (broker: ServiceBroker, path: HealthPath) =>
  * `GET /health/live` answers 200 `{ status: "live" }` while the process answers, and
  * `GET /health/ready` 200 `{ status: "ready" }` once the node is ready (readiness above), 503
  * `{ status: "not ready", msg, waitingFor }` before that, while stopping, while the transporter
- * connection is lost, and while a service it needs or its store does not answer.
+ * connection is lost, while a service it needs or its store does not answer, and while that
+ * store refuses writes.
  */
 export function readinessProbe(port: number): Middleware {
 	let server: Server | undefined;

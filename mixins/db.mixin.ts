@@ -2,9 +2,9 @@ import type { Context, ServiceSchema } from "moleculer";
 import DbService, { type DbServiceSettings } from "moleculer-db";
 import type { ClaimStore } from "../lib/integrity/claims";
 import { config } from "../lib/config/config";
-import { errorHooks, type FailureTexts } from "../lib/catalogue/errors";
+import { errorHooks, writesRefused, type FailureTexts } from "../lib/catalogue/errors";
 import { newId } from "../lib/catalogue/ids";
-import { createAdapter, prepareStore } from "../lib/storage/adapter";
+import { createAdapter, prepareStore, refusedWrites } from "../lib/storage/adapter";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
@@ -121,12 +121,15 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims =
 				},
 			},
 
-			// { status: "ready" } once the store answers a read; its failure passes on. Readiness
+			// { status: "ready" } once the store answers a read; its failure passes on, and a store
+			// that refuses writes (a full disk) fails with WRITES_REFUSED. Readiness
 			// (middlewares/readiness.middleware.ts) asks it, bounded by its call's timeout: not on HTTP.
 			ready: {
 				visibility: "public",
 				async handler(): Promise<{ status: "ready" }> {
 					await this.adapter.findOne({ _id: "" });
+					const refused = refusedWrites(this.adapter);
+					if (refused) throw writesRefused(refused);
 					return { status: "ready" };
 				},
 			},

@@ -42,6 +42,7 @@ export const texts = {
 	originNotAllowed: "Requests from this origin are not allowed",
 	notFound: "Not found",
 	unavailable: "The service is temporarily unavailable",
+	writesRefused: "The store cannot store writes",
 	internal: "Internal server error",
 } as const;
 
@@ -60,6 +61,13 @@ export class CatalogueError extends Errors.MoleculerClientError {
 }
 
 const STORAGE_FAILURE = "STORAGE_FAILURE";
+
+/** The type of `writesRefused`, which readiness tells apart from a store that does not answer. */
+export const WRITES_REFUSED = "WRITES_REFUSED";
+
+/** A store that answers reads but refuses writes (`reason`: the last refusal, such as ENOSPC). */
+export const writesRefused = (reason: string) =>
+	new Errors.MoleculerRetryableError(`${texts.writesRefused}: ${reason}`, 503, WRITES_REFUSED);
 
 export const notFound = (text: ErrorText) => () => new CatalogueError(text, "NOT_FOUND");
 export const inUse = (text: ErrorText) => new CatalogueError(text, "IN_USE");

@@ -1,4 +1,4 @@
-import { texts } from "../catalogue/errors";
+import { texts, WRITES_REFUSED } from "../catalogue/errors";
 
 /** The health paths every node answers: on HEALTH_PORT, and on the gateway's own port. */
 const HEALTH_PATHS = ["/health/live", "/health/ready"] as const;
@@ -10,9 +10,16 @@ export const isHealthPath = (path: string | undefined): path is HealthPath =>
 /** What a node is waiting for: nothing once it is ready. */
 export interface Readiness {
 	ready: boolean;
-	/** `node` (not started, stopping, or NATS lost), or the services whose `ready` did not answer. */
+	/**
+	 * `node` (not started, stopping, or NATS lost), the services whose `ready` did not answer, and
+	 * `<service> storage` for a service whose store answers reads but refuses writes (a full disk).
+	 */
 	waitingFor: string[];
 }
+
+/** What readiness waits for when `service`'s `ready` failed with `err` (mixins/db.mixin.ts). */
+export const waitingOn = (service: string, err: unknown): string =>
+	(err as { type?: unknown } | undefined)?.type === WRITES_REFUSED ? `${service} storage` : service;
 
 export type HealthBody =
 	| { status: "live" | "ready"; nodeID: string }

@@ -86,6 +86,13 @@ function useNeDbPromises({ db }: NeDbAdapter): void {
 	db.remove = (query, options) => db.removeAsync(query, options);
 }
 
+/**
+ * Why the store refuses writes now (a full disk under DATA_DIR), or undefined when it takes them.
+ * Only a NeDB file can tell: MongoDB refuses each write itself, with the operation's error.
+ */
+export const refusedWrites = (adapter: unknown): string | undefined =>
+	adapter instanceof NeDbFileAdapter ? adapter.refusedWrites : undefined;
+
 /** Where the records live, for operators' messages; a MongoDB password is never shown. */
 export function describeStorage({ mongoUri, storage, dataDir }: StorageConfig = config): string {
 	if (mongoUri) return `MongoDB at ${hideCredentials(mongoUri)}`;

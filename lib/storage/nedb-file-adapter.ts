@@ -1,8 +1,9 @@
-import { appendFileSync, closeSync, openSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { Logger, Service } from "moleculer";
 import { MemoryAdapter } from "moleculer-db";
 import {
 	compactionDue,
+	compactionFailedText,
 	cutTornTail,
 	damagedFileText,
 	escapeLineBreaks,
@@ -11,14 +12,16 @@ import {
 	keepLine,
 	tornTailText,
 } from "./nedb-files";
+import { Appender } from "./nedb-appender";
+import { Rollback, type Indexes } from "./nedb-rollback";
 
 /** NeDB's own serialization of a record into one line (its `model` module, which it does not export by name). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { serialize } = require("@seald-io/nedb/lib/model.js") as { serialize: (doc: object) => string };
 
 /** What the adapter reaches of NeDB 3's Datastore, once connected. */
-interface Datastore {
-	persistence: { persistNewStateAsync(docs: object[]): Promise<void>; afterSerialization: (line: string) => string };
+interface Datastore extends Indexes {
+	persistence: { persistNewStateAsync(docs: Record<string, unknown>[]): Promise<void>; afterSerialization: (line: string) => string };
 	compactDatafileAsync(): Promise<void>;
 	getAllData(): unknown[];
 	on(event: "compaction.done", listener: () => void): void;
@@ -36,7 +39,9 @@ interface Attached {
  * It takes over NeDB's `persistNewStateAsync`, rather than wrapping the calls of adapter.ts:
  * every write reaches it (insert, update, remove, index changes, through moleculer-db or
  * `adapter.*` alike) with exactly the lines it appends, inside NeDB's queue; the lines are written
- * by `Appender`. It is internal to NeDB 3; were it renamed, the compaction tests would fail.
+ * by `Appender`. A change whose lines the file refused is taken back out of memory (`Rollback`)
+ * before its error reaches the caller. It is internal to NeDB 3; were it renamed, the compaction
+ * and full-disk tests would fail.
  */
 class DataFile {
 	private appended = 0;
@@ -44,6 +49,8 @@ class DataFile {
 	private running: Promise<void> | undefined;
 	private stopped = false;
 	private readonly lines: Appender;
+	/** Why the last lines were refused, until lines are stored again. */
+	refused: string | undefined;
 
 	constructor(
 		private readonly db: Datastore,
@@ -57,10 +64,24 @@ class DataFile {
 		db.on("compaction.done", () => {
 			this.appended = 0;
 			this.recordsAtLast = db.getAllData().length;
+			// Later lines go to the new file.
+			this.lines.reopen();
 		});
-		this.lines = new Appender(db, file);
+		this.lines = new Appender(file, doc => db.persistence.afterSerialization(serialize(doc)));
+		const rollback = new Rollback(db);
 		db.persistence.persistNewStateAsync = async docs => {
-			this.appended += this.lines.append(docs.filter(doc => !claims.some(field => Object.hasOwn(doc, field))));
+			let written: number;
+			try {
+				written = this.lines.append(docs.filter(doc => !claims.some(field => Object.hasOwn(doc, field))));
+			} catch (err) {
+				rollback.undo(docs);
+				this.refused = (err as Error).message;
+				throw err;
+			}
+			rollback.forget();
+			// A change that appends nothing (a claim) says nothing about whether the file takes lines.
+			if (written > 0) this.refused = undefined;
+			this.appended += written;
 			this.compactIfDue();
 		};
 	}
@@ -70,10 +91,12 @@ class DataFile {
 		if (this.stopped || this.running || !compactionDue(this.appended, this.recordsAtLast)) return;
 		this.running = this.db
 			.compactDatafileAsync()
-			.catch((err: Error) => {
+			.catch(async (err: Error) => {
 				// Tried again after as many appends again, not on the next write.
 				this.appended = 0;
-				this.logger.warn(`Could not compact ${this.file}; it keeps growing until the next try: ${err.message}`);
+				this.logger.warn(compactionFailedText(this.file, err.message, this.lines.follow()));
+				// NeDB leaves its half-written copy behind, holding space a full disk lacks.
+				await rm(`${this.file}~`, { force: true }).catch(() => undefined);
 			})
 			.finally(() => (this.running = undefined));
 	}
@@ -83,44 +106,6 @@ class DataFile {
 		this.stopped = true;
 		await this.running;
 		this.lines.close();
-	}
-}
-
-/**
- * NeDB's appends, as NeDB writes them, but with one synchronous write to a file kept open. NeDB
- * opens, appends and closes the file in libuv's thread pool for every changed record, and its
- * queue waits for that before the next operation starts: a game update (two appends) spent most
- * of its time waiting there. A write of a line to the page cache takes microseconds; as before,
- * a write is answered once its line is with the operating system (a killed process loses
- * nothing it acknowledged; a power cut can, docs/storage.md).
- */
-class Appender {
-	private fd: number | undefined;
-
-	constructor(
-		private readonly db: Datastore,
-		private readonly file: string,
-	) {
-		this.fd = openSync(file, "a");
-		// A compaction writes a new file over the old one: later lines go to the new one.
-		db.on("compaction.done", () => {
-			this.close();
-			this.fd = openSync(file, "a");
-		});
-	}
-
-	/** Appends the records' lines; answers how many. */
-	append(docs: object[]): number {
-		const { afterSerialization } = this.db.persistence;
-		const text = docs.map(doc => `${afterSerialization(serialize(doc))}\n`).join("");
-		// Once closed (the service has stopped), a late write still reaches the file, opened for it.
-		if (text.length > 0) appendFileSync(this.fd ?? this.file, text, "utf8");
-		return docs.length;
-	}
-
-	close(): void {
-		if (this.fd !== undefined) closeSync(this.fd);
-		this.fd = undefined;
 	}
 }
 
@@ -166,6 +151,11 @@ export class NeDbFileAdapter extends MemoryAdapter {
 			service.broker.fatal(damagedFileText(this.file, await firstUnreadableLine(this.file)), err as Error);
 		}
 		this.dataFile = new DataFile((this as unknown as Attached).db, this.file, service.logger, this.claims);
+	}
+
+	/** Why the file refused the last lines appended to it (a full disk), until it stores lines again; else undefined. */
+	get refusedWrites(): string | undefined {
+		return this.dataFile?.refused;
 	}
 
 	override async disconnect(): Promise<void> {

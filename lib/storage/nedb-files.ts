@@ -127,6 +127,15 @@ export const tornTailText = (file: string, { bytes, copy }: TornTail): string =>
 	`the machine stopped in the middle of a write). The bytes are kept in ${copy}.`;
 
 /**
+ * What an operator is told when a data file could not be compacted (a full disk): nothing is
+ * lost, the file only grows. `replaced`: the failure came after the new copy took the file's name.
+ */
+export const compactionFailedText = (file: string, reason: string, replaced = false): string =>
+	replaced
+		? `Compacting ${file} failed after its new copy replaced it (${reason}): writes go on to the new file.`
+		: `Could not compact ${file} (${reason}): it stays as it was, in use, and keeps growing until the next try.`;
+
+/**
  * NeDB's `afterSerialization`: escapes, inside the JSON strings of a line, the characters NeDB's
  * reader would split it at, so a title holding U+2028 is read back whole. JSON.stringify writes no
  * such character outside a string, and JSON.parse reads the escape as the character, so the

@@ -1,6 +1,6 @@
 import { createServer } from "node:net";
 import { ServiceBroker } from "moleculer";
-import { texts } from "../../lib/catalogue/errors";
+import { texts, writesRefused } from "../../lib/catalogue/errors";
 import { config } from "../../lib/config/config";
 import { readinessProbe } from "../../middlewares/readiness.middleware";
 import { apiService } from "../../services/api.service";
@@ -128,6 +128,36 @@ describe("readiness of a node with catalogue services", () => {
 			});
 			gamesStoreAnswers = true;
 			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-needs" } });
+		} finally {
+			await broker.stop();
+		}
+	});
+});
+
+describe("readiness of a node whose store refuses writes", () => {
+	test("503 waiting for `games storage` while the games store answers reads but refuses writes (a full disk); 200 once it takes them", async () => {
+		const port = await freePort();
+		const broker = new ServiceBroker({ nodeID: "probe-full", logger: false, middlewares: [readinessProbe(port)] });
+		let refused: string | undefined = "ENOSPC: no space left on device, write";
+		for (const name of ["authors", "categories", "games"])
+			broker.createService({
+				name,
+				actions: {
+					// As mixins/db.mixin.ts's `ready` answers.
+					ready() {
+						if (name === "games" && refused) throw writesRefused(refused);
+						return { status: "ready" };
+					},
+				},
+			});
+		await broker.start();
+		try {
+			expect(await probe(port)).toEqual({
+				status: 503,
+				body: { status: "not ready", msg: texts.unavailable, waitingFor: ["games storage"], nodeID: "probe-full" },
+			});
+			refused = undefined;
+			expect(await probe(port)).toEqual({ status: 200, body: { status: "ready", nodeID: "probe-full" } });
 		} finally {
 			await broker.stop();
 		}
