@@ -13,6 +13,7 @@ import {
 	tornTailText,
 } from "./nedb-files";
 import { Appender } from "./nedb-appender";
+import { compactInSteps, type CompactedStore } from "./nedb-compaction";
 import { Rollback, type Indexes } from "./nedb-rollback";
 
 /** NeDB's own serialization of a record into one line (its `model` module, which it does not export by name). */
@@ -20,10 +21,9 @@ import { Rollback, type Indexes } from "./nedb-rollback";
 const { serialize } = require("@seald-io/nedb/lib/model.js") as { serialize: (doc: object) => string };
 
 /** What the adapter reaches of NeDB 3's Datastore, once connected. */
-interface Datastore extends Indexes {
-	persistence: { persistNewStateAsync(docs: Record<string, unknown>[]): Promise<void>; afterSerialization: (line: string) => string };
+interface Datastore extends Indexes, CompactedStore {
+	persistence: CompactedStore["persistence"] & { persistNewStateAsync(docs: Record<string, unknown>[]): Promise<void> };
 	compactDatafileAsync(): Promise<void>;
-	getAllData(): unknown[];
 	on(event: "compaction.done", listener: () => void): void;
 }
 
@@ -39,7 +39,7 @@ interface Attached {
  * It takes over NeDB's `persistNewStateAsync`, rather than wrapping the calls of adapter.ts:
  * every write reaches it (insert, update, remove, index changes, through moleculer-db or
  * `adapter.*` alike) with exactly the lines it appends, inside NeDB's queue; the lines are written
- * by `Appender`. A change whose lines the file refused is taken back out of memory (`Rollback`)
+ * by `Appender`. A compaction leaves the event loop free between steps (`compactInSteps`). A change whose lines the file refused is taken back out of memory (`Rollback`)
  * before its error reaches the caller. It is internal to NeDB 3; were it renamed, the compaction
  * and full-disk tests would fail.
  */
@@ -68,6 +68,7 @@ class DataFile {
 			this.lines.reopen();
 		});
 		this.lines = new Appender(file, doc => db.persistence.afterSerialization(serialize(doc)));
+		compactInSteps(db);
 		const rollback = new Rollback(db);
 		db.persistence.persistNewStateAsync = async docs => {
 			let written: number;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, watch } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startProcess } from "../support/process";
@@ -105,3 +105,46 @@ test("a SIGKILL in the middle of a burst of creates loses none it acknowledged, 
 		rmSync(burstDir, { recursive: true, force: true });
 	}
 }, 60_000);
+
+test("a SIGKILL while a compaction writes the new file (games.db~) loses no create acknowledged before it", async () => {
+	const burstDir = mkdtempSync(path.join(tmpdir(), "catalogue-compacting-"));
+	const first = await startProcess({ DATA_DIR: burstDir, STORAGE: "file" });
+	const acknowledged: string[] = [];
+	let copyLeft = false;
+	try {
+		const category = await first.api.category("Euro");
+		const author = await first.api.author("Uwe Rosenberg", "German");
+		const body = { title: "Agricola", age: 12, category: { id: category.id }, author: { id: author.id } };
+		let killed = false;
+		// Compactions come as the file doubles (about 1,000, 2,000, 4,000 and 8,000 games): the one
+		// at 8,000 is killed as soon as its new file appears beside games.db.
+		const watcher = watch(burstDir, (_event, name) => {
+			if (name !== "games.db~" || acknowledged.length < 5_000 || killed) return;
+			killed = true;
+			first.child.kill("SIGKILL");
+			copyLeft = existsSync(path.join(burstDir, "games.db~"));
+		});
+		const client = async () => {
+			while (!killed) {
+				const answer = await first.api.put("/game", body).catch(() => undefined);
+				if (answer?.status === 200) acknowledged.push(answer.body.game.id);
+			}
+		};
+		await Promise.all(Array.from({ length: 16 }, client));
+		watcher.close();
+	} finally {
+		await first.kill();
+	}
+	// Killed while the new file was being written, not after it replaced the old one.
+	expect(copyLeft).toBe(true);
+	const second = await startProcess({ DATA_DIR: burstDir, STORAGE: "file" });
+	try {
+		const stored = new Set(((await second.api.get("/game")).body as { id: string }[]).map(game => game.id));
+		expect(acknowledged.filter(id => !stored.has(id))).toEqual([]);
+		expect(second.output()).not.toMatch(/corrupt|damaged|torn/i);
+		expect(existsSync(path.join(burstDir, "games.db~"))).toBe(false);
+	} finally {
+		await second.stop();
+		rmSync(burstDir, { recursive: true, force: true });
+	}
+}, 120_000);
