@@ -8,6 +8,7 @@ import {
 	type Service,
 } from "moleculer";
 import { compress, COMPRESS_FROM_BYTES, type Encoding } from "../http/compression";
+import { jsonInSteps } from "./json-in-steps";
 import { answerName } from "./keys";
 
 /**
@@ -165,8 +166,8 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			// The meta of a call flows back to its caller; this request's other calls may use the cache.
 			if (remote) delete ctx.meta.$cache;
 		}
-		const json = JSON.stringify(records);
-		return { records, stored: json === undefined ? undefined : { json: Buffer.from(json) } };
+		const json = await jsonInSteps(records);
+		return { records, stored: json && { json } };
 	}
 
 	function cached(next: ActionHandler, action: ActionSchema, remote: boolean): ActionHandler {

@@ -1,0 +1,33 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+
+/** Items of a list serialized between two turns of the event loop: a millisecond's work or two. */
+export const JSON_STEP = 2000;
+
+const OPEN = Buffer.from("[");
+const COMMA = Buffer.from(",");
+const CLOSE = Buffer.from("]");
+
+/**
+ * The bytes of `JSON.stringify(value)`, made without holding the event loop for a long list:
+ * an array of more than `step` items is serialized `step` items at a time, with a turn of the event
+ * loop between, and the pieces joined (an array's JSON is its items' JSON between brackets, comma
+ * separated). The 22 MB list of 100,000 games took the loop about 100 ms in one call. Undefined
+ * where JSON.stringify answers undefined.
+ */
+export async function jsonInSteps(value: unknown, step = JSON_STEP): Promise<Buffer | undefined> {
+	if (!Array.isArray(value) || value.length <= step) {
+		const json = JSON.stringify(value);
+		return json === undefined ? undefined : Buffer.from(json);
+	}
+	const parts = [OPEN];
+	for (let from = 0; from < value.length; from += step) {
+		if (from > 0) {
+			await nextTurn();
+			parts.push(COMMA);
+		}
+		// Without the brackets of the slice's own array: one byte each at either end.
+		parts.push(Buffer.from(JSON.stringify(value.slice(from, from + step))).subarray(1, -1));
+	}
+	parts.push(CLOSE);
+	return Buffer.concat(parts);
+}
