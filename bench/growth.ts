@@ -124,10 +124,23 @@ const rate = ({ rps, failures }: Measurement) =>
 
 type Writes = Pick<GrowthResult, "createRps" | "updateRps" | "error">;
 
-/** Creates, then updates of the games `updated`, each run as the main table runs them: rps. */
-async function timeWrites(base: string, seeded: Seeded, updated: Game[], { seconds, connections }: GrowthOptions): Promise<Writes> {
+/**
+ * Creates a catalogue of `games` adds to before the next step: half as many again (at least
+ * MIN_CREATES), so that the next step starts at no more games than it is named for.
+ */
+const createsAt = (games: number) => Math.max(MIN_CREATES, Math.round(games / 2));
+const MIN_CREATES = 2000;
+
+/** Creates (a number of them, without warm-up: each adds a game), then updates of the games `updated`, as the main table runs them: rps. */
+async function timeWrites(
+	base: string,
+	seeded: Seeded,
+	updated: Game[],
+	games: number,
+	{ seconds, connections }: GrowthOptions,
+): Promise<Writes> {
 	const run = { durationS: seconds, warmupS: 1, connections };
-	const create = rate(await measure(base, createScenario(seeded, connections), run));
+	const create = rate(await measure(base, createScenario(seeded, connections), { ...run, warmupS: 0, amount: createsAt(games) }));
 	const update = rate(await measure(base, updateScenario(updated), run));
 	return { createRps: create.rps, updateRps: update.rps, error: create.error ?? update.error };
 }
@@ -176,7 +189,9 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 			error: describeError(err),
 			beside: undefined,
 		}));
-		const writes = await timeWrites(target.base, seeded, updated, options).catch((err): Writes => ({ error: describeError(err) }));
+		const writes = await timeWrites(target.base, seeded, updated, step, options).catch((err): Writes => ({
+			error: describeError(err),
+		}));
 		const loop = await loopDelay(target);
 		const result: GrowthResult = {
 			target: target.name,

@@ -15,6 +15,8 @@ export interface Measurement {
 
 export interface RunOptions {
 	durationS: number;
+	/** Requests of the measured run, instead of its duration (a create run that must add no more games than this). */
+	amount?: number;
 	warmupS: number;
 	connections: number;
 	/** The target's longest event-loop delay since it was last asked (servers.ts loopDelay). */
@@ -36,7 +38,12 @@ interface Fired {
 	latencies: number[];
 }
 
-function fire(base: string, scenario: Pick<Scenario, "method" | "requests">, durationS: number, connections: number): Promise<Fired> {
+function fire(
+	base: string,
+	scenario: Pick<Scenario, "method" | "requests">,
+	length: { durationS: number; amount?: number },
+	connections: number,
+): Promise<Fired> {
 	const latencies: number[] = [];
 	let client = 0;
 	return new Promise((resolve, reject) => {
@@ -44,7 +51,7 @@ function fire(base: string, scenario: Pick<Scenario, "method" | "requests">, dur
 			{
 				url: base,
 				connections,
-				duration: durationS,
+				...(length.amount === undefined ? { duration: length.durationS } : { amount: length.amount }),
 				// setRequests, not setRequest: that one changes the next request only, not the ones after.
 				setupClient: connection => connection.setRequests(sequenceOf(scenario, client++)),
 			},
@@ -69,17 +76,17 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 		return fired;
 	};
 	/** The scenario's requests, with its background load (if any) for as long. */
-	const run = async (seconds: number) => {
+	const run = async (length: { durationS: number; amount?: number }) => {
 		const { background } = scenario;
 		const [fired] = await Promise.all([
-			fire(base, scenario, seconds, options.connections),
-			background && fire(base, background, seconds, background.connections).then(checked),
+			fire(base, scenario, length, options.connections),
+			background && fire(base, background, length, background.connections).then(checked),
 		]);
 		return checked(fired);
 	};
-	if (options.warmupS > 0) await run(options.warmupS);
+	if (options.warmupS > 0) await run({ durationS: options.warmupS });
 	await options.loop?.();
-	const { result, latencies } = await run(options.durationS);
+	const { result, latencies } = await run(options);
 	const loop = await options.loop?.();
 	const sorted = Float64Array.from(latencies).sort();
 	const refused = failures.non2xx + failures.errors + failures.timeouts > 0 || sorted.length === 0;
