@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 
 /** Items of a list serialized between two turns of the event loop: a millisecond's work or two. */
-export const JSON_STEP = 2000;
+const JSON_STEP = 2000;
 
 const OPEN = Buffer.from("[");
 const COMMA = Buffer.from(",");
