@@ -21,11 +21,31 @@ export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
 	declare cache: LRUCache<string, StoredAnswer>;
 	private readonly generations = new Map<string, number>();
 	private readonly maxEntryBytes: number;
+	/**
+	 * Of each answer kept, its name; of each name, the key its answer was last kept under. A write
+	 * makes every answer made of it unreachable (its key names the old generations), so keeping an
+	 * answer drops the one kept before under the same name: the cache holds one 22 MB list of
+	 * 100,000 games, not one per write until the bytes run out. Both forget what the cache drops.
+	 */
+	private readonly nameOf = new Map<string, string>();
+	private readonly lastKey = new Map<string, string>();
 
 	constructor(options: MemoryBytesOptions) {
 		super({});
 		this.maxEntryBytes = options.maxEntryBytes;
-		this.cache = new LRUCache({ maxSize: options.maxBytes, maxEntrySize: options.maxEntryBytes, sizeCalculation: storedBytes });
+		this.cache = new LRUCache({
+			maxSize: options.maxBytes,
+			maxEntrySize: options.maxEntryBytes,
+			sizeCalculation: storedBytes,
+			// "set": the same key kept again (with a compressed form), not dropped.
+			dispose: (_answer, key, reason) => reason !== "set" && this.forget(key),
+		});
+	}
+
+	private forget(key: string): void {
+		const name = this.nameOf.get(key);
+		this.nameOf.delete(key);
+		if (name !== undefined && this.lastKey.get(name) === key) this.lastKey.delete(name);
 	}
 
 	/** The stamp's epoch is the process's instance id, new at every start: generations start again at 0 and must not name old tags. */
@@ -40,8 +60,14 @@ export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
 		return Promise.resolve({ key, tag, answer: this.cache.get(key) });
 	}
 
-	keep(_name: string, key: string, answer: StoredAnswer): Promise<void> {
-		this.cache.set(key, answer);
+	keep(name: string, key: string, answer: StoredAnswer): Promise<void> {
+		const before = this.lastKey.get(name);
+		if (before !== undefined && before !== key) this.cache.delete(before);
+		// lru-cache does not keep an answer over its share: nothing to remember then.
+		if (this.cache.set(key, answer).has(key)) {
+			this.nameOf.set(key, name);
+			this.lastKey.set(name, key);
+		}
 		return Promise.resolve();
 	}
 

@@ -144,7 +144,7 @@ describe("MemoryAnswers", () => {
 
 	test("holds answers up to its bytes, least recently used dropped first", async () => {
 		const cacher = cacherOf(100_000, 50_000);
-		for (let i = 0; i < 50; i++) await cacher.keep("games.list:{}", `games.list:${i}`, answer(10_000));
+		for (let i = 0; i < 50; i++) await cacher.keep(`games.list:{"title":"${i}"}`, `games.list:${i}`, answer(10_000));
 		expect(cacher.cache.calculatedSize).toBeLessThanOrEqual(100_000);
 		expect(cacher.cache.size).toBeLessThan(50);
 		expect(cacher.cache.get("games.list:49")).toEqual(answer(10_000));
@@ -153,10 +153,23 @@ describe("MemoryAnswers", () => {
 
 	test("an answer bigger than its largest entry is not kept, and what it held stays", async () => {
 		const cacher = cacherOf(100_000, 20_000);
-		await cacher.keep("games.list:{}", "games.list:small", answer(100));
+		await cacher.keep("authors.list:{}", "games.list:small", answer(100));
 		await cacher.keep("games.list:{}", "games.list:big", answer(30_000));
 		expect(cacher.cache.get("games.list:big")).toBeUndefined();
 		expect(cacher.cache.get("games.list:small")).toEqual(answer(100));
+	});
+
+	test("keeping an answer drops the one kept before under the same name (an older generation's, which no lookup reaches); what it drops leaves no name behind", async () => {
+		const cacher = cacherOf(100_000, 50_000);
+		await cacher.keep("authors.list:{}", "authors.list:{}@e:1", answer(100));
+		await cacher.keep("games.list:{}", "games.list:{}@e:1.1.1", answer(20_000));
+		await cacher.keep("games.list:{}", "games.list:{}@e:1.2.1", answer(20_000));
+		expect([...cacher.cache.keys()].sort()).toEqual(["authors.list:{}@e:1", "games.list:{}@e:1.2.1"]);
+		// 200 distinct answers through a cache that holds 4 or 5 of them: the names go with them.
+		for (let i = 0; i < 200; i++) await cacher.keep(`games.list:{"title":"${i}"}`, `games.list:${i}@e:1`, answer(20_000));
+		const names = cacher as unknown as { nameOf: Map<string, string>; lastKey: Map<string, string> };
+		expect(names.nameOf.size).toBe(cacher.cache.size);
+		expect(names.lastKey.size).toBe(cacher.cache.size);
 	});
 
 	test("an answer counts as the bytes of its forms and its key; a form that would take it past its share is not kept", async () => {
