@@ -1,5 +1,6 @@
 import autocannon from "autocannon";
 import type { Scenario } from "./scenarios";
+import { per1000, type Counters } from "./usage";
 
 /** One scenario against one target. Refused (`failures` set) when any answer was not a 2xx. */
 export interface Measurement {
@@ -11,6 +12,8 @@ export interface Measurement {
 	failures?: { non2xx: number; errors: number; timeouts: number };
 	/** The longest event-loop delay of the target's catalogue processes during the run (ms), and whose. */
 	loop?: { maxMs: number; process: string };
+	/** What the target's processes used during the run, per 1,000 requests (usage.ts). */
+	per1000?: Counters;
 }
 
 export interface RunOptions {
@@ -21,6 +24,8 @@ export interface RunOptions {
 	connections: number;
 	/** The target's longest event-loop delay since it was last asked (servers.ts loopDelay). */
 	loop?: () => Promise<Measurement["loop"]>;
+	/** The target's usage counters (usage.ts). */
+	usage?: () => Promise<Counters>;
 }
 
 /** The requests of connection `i`, in turn. */
@@ -86,7 +91,9 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 	};
 	if (options.warmupS > 0) await run({ durationS: options.warmupS });
 	await options.loop?.();
+	const before = await options.usage?.();
 	const { result, latencies } = await run(options);
+	const after = await options.usage?.();
 	const loop = await options.loop?.();
 	const sorted = Float64Array.from(latencies).sort();
 	const refused = failures.non2xx + failures.errors + failures.timeouts > 0 || sorted.length === 0;
@@ -96,6 +103,7 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 		p99: percentile(sorted, 0.99),
 		requests: result["2xx"],
 		...(loop && { loop }),
+		...(before && after && result["2xx"] > 0 && { per1000: per1000(before, after, result["2xx"]) }),
 		...(refused && { failures }),
 	};
 }

@@ -6,7 +6,7 @@ import type { Machine, Pinning } from "./machine";
 import { accepts } from "./processes";
 import type { Scenario } from "./scenarios";
 import { ROOT } from "./servers";
-import { asMarkdown, growthTable, mainTable, type GrowthResult, type ScenarioResult } from "./table";
+import { asMarkdown, capacityTable, growthTable, mainTable, type GrowthResult, type ScenarioResult } from "./table";
 
 /** The cache the distributed run is given, and the line that says so. */
 export interface CacheChoice {
@@ -53,6 +53,8 @@ export function writeResults(lines: [string, string][], results: ScenarioResult[
 		"# Benchmark results",
 		lines.map(([label, value]) => `- ${label}: ${value}`).join("\n"),
 		asMarkdown(mainTable(results)),
+		"## Capacity: CPU per 1,000 requests, NATS and Redis per request",
+		asMarkdown(capacityTable(results)),
 		...(growth.length > 0 ? ["## Growth: `GET /game` over more games", asMarkdown(growthTable(growth))] : []),
 	];
 	writeFileSync(file, parts.join("\n\n") + "\n");

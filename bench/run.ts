@@ -10,7 +10,8 @@ import { chooseCache, settings, writeResults, type CacheChoice } from "./report"
 import { capture, scenarios, type Route, type Scenario } from "./scenarios";
 import { seed } from "./seed";
 import { loopDelay, startCeiling, startDistributed, startEmbedded, type Target } from "./servers";
-import { asMarkdown, asText, growthTable, mainTable, refusal, type GrowthResult, type ScenarioResult } from "./table";
+import { usageProbe } from "./usage";
+import { asMarkdown, asText, capacityTable, growthTable, mainTable, refusal, type GrowthResult, type ScenarioResult } from "./table";
 
 // `npm run bench`: the ceiling, the embedded catalogue and the distributed one, side by side
 // (bench/README.md). Exits 1 when a scenario was refused or a target could not be measured.
@@ -28,9 +29,18 @@ const chosen = (all: Scenario[], { only }: BenchConfig) =>
 	only.length === 0 ? all : all.filter(scenario => only.some(name => scenario.name.includes(name)));
 
 /** Runs every scenario against `target`; `all[i]` is the target's own request for `results[i]`. */
-async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions) {
+async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions, redisUrl?: string) {
+	const usage = usageProbe(target, redisUrl);
+	try {
+		await measureAll(target, all, results, { ...options, loop: () => loopDelay(target), usage: usage.read });
+	} finally {
+		usage.close();
+	}
+}
+
+async function measureAll(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions) {
 	for (const [i, scenario] of all.entries()) {
-		const measured = await measure(target.base, scenario, { ...options, loop: () => loopDelay(target) });
+		const measured = await measure(target.base, scenario, options);
 		results[i].runs[target.name] = measured;
 		const loop = measured.loop ? `, loop max ${measured.loop.maxMs.toFixed(1)} ms (${measured.loop.process})` : "";
 		const numbers = `${Math.round(measured.rps)} rps, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms${loop}`;
@@ -87,7 +97,7 @@ async function main(): Promise<number> {
 					log(
 						`  note: distributed ${scenario.name} answers ${answerBytes(ownRoutes, scenario)} B, embedded ${results[i].answerBytes} B`,
 					);
-			await measureEach(distributed, own, results, options);
+			await measureEach(distributed, own, results, options, cache.redisUrl);
 		},
 	).catch(err => problems.push(`distributed: ${describeError(err)}`));
 
@@ -105,6 +115,7 @@ async function main(): Promise<number> {
 	}
 	log(`\n${lines.map(([label, value]) => `${label}: ${value}`).join("\n")}\n\n${asText(mainTable(results))}\n`);
 	log(`${asMarkdown(mainTable(results))}\n`);
+	log(`${asText(capacityTable(results))}\n\n${asMarkdown(capacityTable(results))}\n`);
 	log(`written to ${writeResults(lines, results, [])}`);
 
 	const growth = await measureGrowth(config, pinning, cache);

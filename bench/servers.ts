@@ -20,6 +20,8 @@ export interface Target {
 	name: "ceiling" | "embedded" | "distributed";
 	base: string;
 	processes: Child[];
+	/** nats-server's monitoring endpoint, for its message counts (the distributed target). */
+	natsMonitor?: string;
 	stop(): Promise<void>;
 }
 
@@ -142,8 +144,9 @@ export async function startEmbedded(pinning: Pinning, profileDir?: string): Prom
  * A nats-server of the benchmark's own on a free loopback port, configured as a cluster's
  * (nats.conf: the largest game lists cross NATS in one message, over its default limit of 1 MB).
  */
-async function startNats(pinning: Pinning): Promise<{ url: string; server: Child }> {
+async function startNats(pinning: Pinning): Promise<{ url: string; monitor: string; server: Child }> {
 	const port = await freePort();
+	const monitorPort = await freePort();
 	const server = startChild("nats-server", pinning, NATS_SERVER, [
 		"-c",
 		path.join(ROOT, "nats.conf"),
@@ -151,6 +154,8 @@ async function startNats(pinning: Pinning): Promise<{ url: string; server: Child
 		"127.0.0.1",
 		"-p",
 		String(port),
+		"-m",
+		String(monitorPort),
 	]);
 	try {
 		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);
@@ -158,7 +163,7 @@ async function startNats(pinning: Pinning): Promise<{ url: string; server: Child
 		await server.kill();
 		throw err;
 	}
-	return { url: `nats://127.0.0.1:${port}`, server };
+	return { url: `nats://127.0.0.1:${port}`, monitor: `http://127.0.0.1:${monitorPort}`, server };
 }
 
 /** A node per catalogue service (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache. */
@@ -173,7 +178,11 @@ export async function startDistributed(pinning: Pinning, redisUrl: string | unde
 	const stop = async () => {
 		await Promise.all(processes.map(child => child.kill()));
 	};
-	return started({ name: "distributed", base: `http://127.0.0.1:${port}`, processes, stop }, ["/category", "/author", "/game"]);
+	return started({ name: "distributed", base: `http://127.0.0.1:${port}`, processes, natsMonitor: nats.monitor, stop }, [
+		"/category",
+		"/author",
+		"/game",
+	]);
 }
 
 /** The bare node:http server of ceiling.ts, answering `routes` as the catalogue did. */

@@ -168,3 +168,52 @@ export function asMarkdown({ rows, right }: Table): string {
 	const rule = `|${right.map(isRight => (isRight ? " ---: " : " --- ")).join("|")}|`;
 	return [line(rows[0]), rule, ...rows.slice(1).map(line)].join("\n");
 }
+
+/** The processes whose CPU the capacity table shows, in order; the embedded process in the first column. */
+const CPU_COLUMNS = ["api", "authors", "categories", "games", "nats-server", "redis-server"];
+
+/**
+ * The capacity model's inputs (docs/performance.md): per scenario and run, the CPU milliseconds
+ * each process spent per 1,000 requests, the rate one core would give if it did nothing else
+ * (1,000 ms of CPU a second over the milliseconds of the processes pinned to it: all but Redis),
+ * the rate measured, and what crossed NATS and Redis per request.
+ */
+export function capacityTable(results: ScenarioResult[]): Table {
+	const rows = [
+		[
+			"Scenario",
+			"Run",
+			...CPU_COLUMNS.map(name => `${name === "api" ? "api / embedded" : name} CPU ms per 1,000`),
+			"one core predicts rps",
+			"measured rps",
+			"NATS msgs in+out per request",
+			"NATS KB in+out per request",
+			"Redis cmds per request",
+			"Redis KB in+out per request",
+		],
+	];
+	const fixed = (value: number | undefined, digits: number) => (value === undefined || Number.isNaN(value) ? "" : value.toFixed(digits));
+	for (const { scenario, runs } of results)
+		for (const name of ["embedded", "distributed"] as const) {
+			const measured = runs[name];
+			const used = measured?.per1000;
+			if (!measured || !used || measured.failures) continue;
+			const cpu = (process: string) => used[`cpu ${process === "api" && name === "embedded" ? "embedded" : process}`];
+			const pinned = CPU_COLUMNS.filter(process => process !== "redis-server")
+				.map(cpu)
+				.filter(ms => ms !== undefined && !Number.isNaN(ms))
+				.reduce((sum, ms) => sum + ms, 0);
+			rows.push([
+				scenario.name,
+				name,
+				...CPU_COLUMNS.map(process => fixed(cpu(process), 0)),
+				pinned > 0 ? wholeNumber(1e6 / pinned) : "",
+				wholeNumber(measured.rps),
+				fixed(used["NATS msgs"] && used["NATS msgs"] / 1000, 1),
+				fixed(used["NATS KB"] && used["NATS KB"] / 1000, 2),
+				fixed(used["Redis cmds"] && used["Redis cmds"] / 1000, 2),
+				fixed(used["Redis KB"] && used["Redis KB"] / 1000, 2),
+			]);
+		}
+	return { rows, right: [false, false, ...CPU_COLUMNS.map(() => true), true, true, true, true, true, true] };
+}
