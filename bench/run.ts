@@ -32,7 +32,7 @@ const chosen = (all: Scenario[], { only }: BenchConfig) =>
 async function measureEach(target: Target, all: Scenario[], results: ScenarioResult[], options: RunOptions, redisUrl?: string) {
 	const usage = usageProbe(target, redisUrl);
 	try {
-		await measureAll(target, all, results, { ...options, loop: () => loopDelay(target), usage: usage.read });
+		await measureAll(target, all, results, { ...options, loop: () => loopDelay(target), usage: () => usage.read() });
 	} finally {
 		usage.close();
 	}

@@ -201,8 +201,8 @@ export function capacityTable(results: ScenarioResult[]): Table {
 			const cpu = (process: string) => used[`cpu ${process === "api" && name === "embedded" ? "embedded" : process}`];
 			const pinned = CPU_COLUMNS.filter(process => process !== "redis-server")
 				.map(cpu)
-				.filter(ms => ms !== undefined && !Number.isNaN(ms))
-				.reduce((sum, ms) => sum + ms, 0);
+				.filter(cpuMs => cpuMs !== undefined && !Number.isNaN(cpuMs))
+				.reduce((sum, cpuMs) => sum + cpuMs, 0);
 			rows.push([
 				scenario.name,
 				name,
