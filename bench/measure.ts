@@ -92,13 +92,16 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 	if (options.warmupS > 0) await run({ durationS: options.warmupS });
 	await options.loop?.();
 	const before = await options.usage?.();
+	const started = performance.now();
 	const { result, latencies } = await run(options);
+	// autocannon gives a run of a number of requests its duration in whole seconds.
+	const seconds = options.amount === undefined ? result.duration : (performance.now() - started) / 1000;
 	const after = await options.usage?.();
 	const loop = await options.loop?.();
 	const sorted = Float64Array.from(latencies).sort();
 	const refused = failures.non2xx + failures.errors + failures.timeouts > 0 || sorted.length === 0;
 	return {
-		rps: result["2xx"] / result.duration,
+		rps: result["2xx"] / seconds,
 		p50: percentile(sorted, 0.5),
 		p99: percentile(sorted, 0.99),
 		requests: result["2xx"],
