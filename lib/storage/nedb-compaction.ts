@@ -34,14 +34,24 @@ export interface CompactedStore {
 	};
 }
 
-/** The lines of a compacted file: every record, then an `$$indexCreated` line per index but `_id`'s, as NeDB writes them. */
+/**
+ * The lines of a compacted file: every record, then an `$$indexCreated` line per index but
+ * `_id`'s, as NeDB writes them. A step's records are handed over as one text of lines: NeDB writes
+ * each item it is given, then "\n", from a stream that emits them without a turn of the event loop
+ * between (100,000 items held the loop about 40 ms); the file is the same.
+ */
 async function compactedLines(db: CompactedStore): Promise<string[]> {
 	const { afterSerialization } = db.persistence;
 	const docs = db.getAllData();
 	const lines: string[] = [];
 	for (let from = 0; from < docs.length; from += SERIALIZE_STEP) {
 		if (from > 0) await nextTurn();
-		for (const doc of docs.slice(from, from + SERIALIZE_STEP)) lines.push(afterSerialization(serialize(doc)));
+		lines.push(
+			docs
+				.slice(from, from + SERIALIZE_STEP)
+				.map(doc => afterSerialization(serialize(doc)))
+				.join("\n"),
+		);
 	}
 	for (const [fieldName, { unique, sparse }] of Object.entries(db.indexes))
 		if (fieldName !== "_id") lines.push(afterSerialization(serialize({ $$indexCreated: { fieldName, unique, sparse } })));
