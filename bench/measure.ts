@@ -71,6 +71,16 @@ function fire(
 /** The nearest-rank percentile `p` (0..1) of `sorted`. */
 const percentile = (sorted: Float64Array, p: number) => (sorted.length === 0 ? NaN : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]);
 
+/**
+ * The rate of a run of a number of requests, from its latencies: autocannon ends such a run at
+ * its next whole second, idle until then. Each connection sends its next request when the last is
+ * answered, so the rate is the connections over the mean latency (Little's law).
+ */
+const busyRate = (latencies: number[], connections: number) =>
+	latencies.length === 0
+		? 0
+		: (Math.min(connections, latencies.length) * 1000) / (latencies.reduce((sum, ms) => sum + ms, 0) / latencies.length);
+
 /** A warm-up (its answers checked too, not timed), then the measured run. */
 export async function measure(base: string, scenario: Scenario, options: RunOptions): Promise<Measurement> {
 	const failures = { non2xx: 0, errors: 0, timeouts: 0 };
@@ -92,16 +102,13 @@ export async function measure(base: string, scenario: Scenario, options: RunOpti
 	if (options.warmupS > 0) await run({ durationS: options.warmupS });
 	await options.loop?.();
 	const before = await options.usage?.();
-	const started = performance.now();
 	const { result, latencies } = await run(options);
-	// autocannon gives a run of a number of requests its duration in whole seconds.
-	const seconds = options.amount === undefined ? result.duration : (performance.now() - started) / 1000;
 	const after = await options.usage?.();
 	const loop = await options.loop?.();
 	const sorted = Float64Array.from(latencies).sort();
 	const refused = failures.non2xx + failures.errors + failures.timeouts > 0 || sorted.length === 0;
 	return {
-		rps: result["2xx"] / seconds,
+		rps: options.amount === undefined ? result["2xx"] / result.duration : busyRate(latencies, options.connections),
 		p50: percentile(sorted, 0.5),
 		p99: percentile(sorted, 0.99),
 		requests: result["2xx"],
