@@ -149,3 +149,12 @@ test("a name holding U+2028, which NeDB's reader takes as a line break, is read 
 	categories = await startCategories();
 	expect(await categories.adapter.findById(_id as string)).toEqual({ _id, name: "Euro\u2028games" });
 });
+
+test("NeDB's queue does not keep the records a find answered once it has answered them (it keeps its last task's result)", async () => {
+	const categories = await startCategories();
+	await categories.adapter.db.insertAsync(Array.from({ length: 100 }, (_, n) => ({ name: `Category ${n}` })));
+	const found = await categories.adapter.find({});
+	expect(found).toHaveLength(100);
+	const { queue } = (categories.adapter.db as unknown as { executor: { queue: { guardian: Promise<{ result: unknown }> } } }).executor;
+	expect((await queue.guardian).result).not.toBe(found);
+});
