@@ -136,9 +136,9 @@ function encoder(cache: AnswerCache, warn: (message: string) => void) {
  * another node, is looked up where it is called, so a hit costs one lookup and, for the gateway,
  * one socket write. A miss runs the action (asking another node not to look up again: it would
  * find the same miss), once for every request that misses the same key meanwhile, and keeps its
- * JSON under the key the lookup gave, so a read that began
- * before a write keeps its answer where no later read looks. The gateway says what it wants in
- * `ctx.meta.$http` and gets an HttpAnswer; every other caller gets the answer as records.
+ * JSON under the key the lookup gave, so a read that began before a write keeps its answer where
+ * no later read looks. The gateway says what it wants in `ctx.meta.$http` and gets an
+ * HttpAnswer; every other caller gets the answer as records.
  */
 export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string) => void): Middleware {
 	const encoded = encoder(cache, warn);
