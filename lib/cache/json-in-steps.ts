@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
+import { inSteps } from "../async/steps";
 
 /** Items of a list serialized between two turns of the event loop: a millisecond's work or two. */
 const JSON_STEP = 2000;
@@ -20,13 +20,10 @@ export async function jsonInSteps(value: unknown, step = JSON_STEP): Promise<Buf
 		return json === undefined ? undefined : Buffer.from(json);
 	}
 	const parts = [OPEN];
-	for (let from = 0; from < value.length; from += step) {
-		if (from > 0) {
-			await nextTurn();
-			parts.push(COMMA);
-		}
+	for await (const slice of inSteps(value, step)) {
+		if (parts.length > 1) parts.push(COMMA);
 		// Without the brackets of the slice's own array: one byte each at either end.
-		parts.push(Buffer.from(JSON.stringify(value.slice(from, from + step))).subarray(1, -1));
+		parts.push(Buffer.from(JSON.stringify(slice)).subarray(1, -1));
 	}
 	parts.push(CLOSE);
 	return Buffer.concat(parts);

@@ -8,7 +8,7 @@
  * wait for it, as before; everything else goes on.
  */
 
-import { setImmediate as nextTurn } from "node:timers/promises";
+import { inSteps } from "../async/steps";
 
 // NeDB's serialization and storage modules, which it does not export by name; its own compaction uses both.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -42,17 +42,9 @@ export interface CompactedStore {
  */
 async function compactedLines(db: CompactedStore): Promise<string[]> {
 	const { afterSerialization } = db.persistence;
-	const docs = db.getAllData();
 	const lines: string[] = [];
-	for (let from = 0; from < docs.length; from += SERIALIZE_STEP) {
-		if (from > 0) await nextTurn();
-		lines.push(
-			docs
-				.slice(from, from + SERIALIZE_STEP)
-				.map(doc => afterSerialization(serialize(doc)))
-				.join("\n"),
-		);
-	}
+	for await (const step of inSteps(db.getAllData(), SERIALIZE_STEP))
+		lines.push(step.map(doc => afterSerialization(serialize(doc))).join("\n"));
 	for (const [fieldName, { unique, sparse }] of Object.entries(db.indexes))
 		if (fieldName !== "_id") lines.push(afterSerialization(serialize({ $$indexCreated: { fieldName, unique, sparse } })));
 	return lines;

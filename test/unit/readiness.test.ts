@@ -98,20 +98,26 @@ describe("health paths of the probe", () => {
 	});
 });
 
+/** A catalogue service whose `ready` answers as mixins/db.mixin.ts's does: `check` throws what its store's failure would. */
+const catalogueService = (name: string, check: () => void) => ({
+	name,
+	actions: {
+		ready() {
+			check();
+			return { status: "ready" };
+		},
+	},
+});
+
 describe("readiness of a node with catalogue services", () => {
 	test("503 with what it waits for: a service its own need (games needs categories) and a store that fails; 200 once all answer", async () => {
 		const port = await freePort();
 		const broker = new ServiceBroker({ nodeID: "probe-needs", logger: false, middlewares: [readinessProbe(port)] });
 		let gamesStoreAnswers = false;
-		const service = (name: string, answers: () => boolean) => ({
-			name,
-			actions: {
-				ready() {
-					if (!answers()) throw new Error("disk unavailable");
-					return { status: "ready" };
-				},
-			},
-		});
+		const service = (name: string, answers: () => boolean) =>
+			catalogueService(name, () => {
+				if (!answers()) throw new Error("disk unavailable");
+			});
 		broker.createService(service("authors", () => true));
 		broker.createService(service("games", () => gamesStoreAnswers));
 		await broker.start();
@@ -140,16 +146,11 @@ describe("readiness of a node whose store refuses writes", () => {
 		const broker = new ServiceBroker({ nodeID: "probe-full", logger: false, middlewares: [readinessProbe(port)] });
 		let refused: string | undefined = "ENOSPC: no space left on device, write";
 		for (const name of ["authors", "categories", "games"])
-			broker.createService({
-				name,
-				actions: {
-					// As mixins/db.mixin.ts's `ready` answers.
-					ready() {
-						if (name === "games" && refused) throw writesRefused(refused);
-						return { status: "ready" };
-					},
-				},
-			});
+			broker.createService(
+				catalogueService(name, () => {
+					if (name === "games" && refused) throw writesRefused(refused);
+				}),
+			);
 		await broker.start();
 		try {
 			expect(await probe(port)).toEqual({
