@@ -1,4 +1,4 @@
-import { describeError, send, sendJson } from "./http";
+import { describeError, send, sendJson, type Method } from "./http";
 import { measure, type Measurement } from "./measure";
 import { residentBytes } from "./processes";
 import { besideListsScenario, createScenario, updateScenario } from "./scenarios";
@@ -23,12 +23,15 @@ const MAX_REQUESTS = 100;
 /** A list of 100,000 games takes seconds; a request still running after this is a finding. */
 const REQUEST_TIMEOUT_MS = 120_000;
 
-/** The size of one `GET /game` answer; any other status than 200 is an error. */
-async function list(base: string): Promise<number> {
-	const answer = await send(base, "GET", "/game", undefined, REQUEST_TIMEOUT_MS);
-	if (answer.status !== 200) throw new Error(`GET /game answered ${answer.status} ${answer.body.toString().slice(0, 200)}`);
+/** The size of one answer; any other status than 200 is an error. */
+async function answerSize(base: string, method: Method, path: string, body?: string): Promise<number> {
+	const answer = await send(base, method, path, body, REQUEST_TIMEOUT_MS);
+	if (answer.status !== 200) throw new Error(`${method} ${path} answered ${answer.status} ${answer.body.toString().slice(0, 200)}`);
 	return answer.body.length;
 }
+
+/** The size of one `GET /game` answer. */
+const list = (base: string) => answerSize(base, "GET", "/game");
 
 /** `request` one at a time for `seconds`, each after `before` (untimed): the timings; answers the last one's size. */
 async function timeRequests(
@@ -55,12 +58,8 @@ const timeLists = (base: string, seconds: number, timings: number[], before: () 
 /** The page the issue that asked for it timed: the 100th page of 20 games, no filter. */
 const GAME_PAGE = { pageable: { pageNumber: 99, pageSize: 20, sort: [{ property: "title", direction: "asc" }] } };
 
-/** The size of one `POST /game` page; any other status than 200 is an error. */
-async function gamePage(base: string): Promise<number> {
-	const answer = await send(base, "POST", "/game", JSON.stringify(GAME_PAGE), REQUEST_TIMEOUT_MS);
-	if (answer.status !== 200) throw new Error(`POST /game answered ${answer.status} ${answer.body.toString().slice(0, 200)}`);
-	return answer.body.length;
-}
+/** The size of one `POST /game` page. */
+const gamePage = (base: string) => answerSize(base, "POST", "/game", JSON.stringify(GAME_PAGE));
 
 /** Renames `category` to its own name: every cached game list and page becomes unreachable. */
 const renamer = (base: string, category: Category) => async () => {
@@ -113,8 +112,9 @@ async function timeBesideLists(base: string, seeded: Seeded, games: number, { se
 		warmupS: 1,
 		connections,
 	});
-	return measured.failures
-		? { error: `small reads beside lists: ${measured.failures.non2xx} non-2xx, ${measured.failures.errors} socket errors` }
+	const { error } = rate(measured);
+	return error
+		? { error: `small reads beside lists: ${error}` }
 		: { beside: { rps: measured.rps, p50: measured.p50, p99: measured.p99 } };
 }
 
