@@ -19,6 +19,10 @@ interface Service {
 	restart?: string;
 	healthcheck?: { test?: string | string[]; disable?: boolean };
 	stop_grace_period?: string;
+	read_only?: boolean;
+	tmpfs?: string[];
+	cap_drop?: string[];
+	security_opt?: string[];
 }
 interface Compose {
 	services: Record<string, Service>;
@@ -86,13 +90,30 @@ describe("docker-compose.yml", () => {
 		expect(compose).not.toHaveProperty("version");
 	});
 
-	test("nats runs with the repository's nats.conf, which allows the largest answers", () => {
-		const nats = compose.services.nats as Service & { command?: string[]; configs?: { source: string; target: string }[] };
-		const { configs } = compose as Compose & { configs: Record<string, { file: string }> };
-		const [mounted] = nats.configs ?? [];
-		expect(configs[mounted.source].file).toBe("./nats.conf");
-		expect(nats.command).toEqual(expect.arrayContaining(["-c", mounted.target]));
+	test("nats runs with the repository's nats.conf, which allows the largest answers, bind-mounted (compose v1 ignores configs:)", () => {
+		const nats = compose.services.nats as Service & { command?: string[]; volumes?: string[] };
+		const mounted = nats.volumes?.find(volume => volume.startsWith("./nats.conf:"));
+		const [, target, mode] = mounted?.split(":") ?? [];
+		expect(mode).toBe("ro");
+		expect(nats.command).toEqual(expect.arrayContaining(["-c", target]));
+		expect(compose).not.toHaveProperty("configs");
 		expect(read("nats.conf")).toMatch(/^max_payload: 64MB$/m);
+	});
+
+	test("compose v1.29 reads it too: no top-level name (the project name is COMPOSE_PROJECT_NAME in .env.example)", () => {
+		expect(compose).not.toHaveProperty("name");
+		expect(read(".env.example")).toMatch(/^COMPOSE_PROJECT_NAME=game-catalogue$/m);
+	});
+
+	test("the catalogue nodes run as the Kubernetes manifests do: read-only root, a 16 MiB /tmp, no capabilities", () => {
+		for (const [, service] of nodes) {
+			expect(service).toMatchObject({
+				read_only: true,
+				tmpfs: ["/tmp:size=16m"],
+				cap_drop: ["ALL"],
+				security_opt: ["no-new-privileges:true"],
+			});
+		}
 	});
 
 	test("the schema check is live: a broken copy is rejected", () => {
@@ -112,10 +133,14 @@ describe("docker-compose.yml", () => {
 		expect(nodes.map(([name]) => name).sort()).toEqual(["api", "authors", "categories", "games"]);
 	});
 
-	test("only api publishes a port: 3000, where the gateway listens", () => {
+	test("only api publishes a port, on loopback: API_PORT (3000 unless set) to 3000, where the gateway listens", () => {
 		const publishing = Object.entries(compose.services).filter(([, service]) => service.ports?.length);
 		expect(publishing.map(([name]) => name)).toEqual(["api"]);
-		expect(compose.services.api.ports?.map(portMapping)).toEqual([{ published: "3000", target: "3000" }]);
+		const [port, ...more] = (compose.services.api.ports ?? []) as string[];
+		expect(more).toEqual([]);
+		expect(portMapping(interpolate(port, {}))).toEqual({ published: "3000", target: "3000" });
+		expect(interpolate(port, {})).toMatch(/^127\.0\.0\.1:/);
+		expect(interpolate(port, { API_PORT: "3300" })).toBe("127.0.0.1:3300:3000");
 		expect(environment(compose.services.api).PORT ?? "3000").toBe("3000");
 	});
 
