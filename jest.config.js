@@ -27,7 +27,13 @@ const mongo = "<rootDir>/test/mongo/**/*.test.ts";
 module.exports = {
 	testTimeout: 30_000,
 	projects: [
-		project("default", "white", ["<rootDir>/test/**/*.test.ts"], {}, { testPathIgnorePatterns: ["/test/contract/", "/test/mongo/"] }),
+		project(
+			"default",
+			"white",
+			["<rootDir>/test/**/*.test.ts"],
+			{},
+			{ testPathIgnorePatterns: ["/test/contract/", "/test/mongo/", "/test/stack/"] },
+		),
 		// Here every answer a contract test receives is also checked against the OpenAPI document
 		// (support/openapi-check.ts): once is enough, the document is the same in every layout.
 		project(
@@ -40,6 +46,8 @@ module.exports = {
 		project("contract: four brokers over NATS", "magenta", [contract], { topology: "nats" }),
 		// Without MONGO_URI this project runs only test/mongo, which says loudly that the contract
 		// did not run against MongoDB (and fails under CI=true unless CATALOGUE_NO_MONGODB says why).
+		// docker-compose.yml run on this machine's own Docker engine (deploy/local-docker/README.md).
+		project("compose stack", "yellow", ["<rootDir>/test/stack/**/*.test.ts"], {}),
 		project("contract: MongoDB", "green", process.env.MONGO_URI ? [contract, mongo] : [mongo], { mongodb: true }),
 	],
 };

@@ -21,6 +21,8 @@ export interface Outcome {
 	body?: any;
 	/** The socket error when no complete answer came: ECONNREFUSED, ECONNRESET, HANG... */
 	error?: string;
+	/** Whether its connection was ever open: a request that never connected was never read. */
+	connected?: boolean;
 }
 
 const parse = (text: string) => {
@@ -38,8 +40,9 @@ export function send(
 	path: string,
 	body?: unknown,
 	agent: Agent | false = false,
-): Promise<Pick<Outcome, "status" | "body" | "error">> {
+): Promise<Pick<Outcome, "status" | "body" | "error" | "connected">> {
 	return new Promise(resolve => {
+		let connected = false;
 		const req = request(base + path, { method, agent, headers: { "Content-Type": "application/json" } }, res => {
 			let text = "";
 			res.setEncoding("utf8").on("data", chunk => (text += chunk));
@@ -47,7 +50,8 @@ export function send(
 			res.on("error", (err: NodeJS.ErrnoException) => resolve({ error: `${err.code ?? err.message} mid-answer` }));
 		});
 		const timer = setTimeout(() => req.destroy(Object.assign(new Error("no answer"), { code: "HANG" })), HANG_MS);
-		req.on("error", (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+		req.on("socket", socket => (socket.connecting ? socket.once("connect", () => (connected = true)) : (connected = true)));
+		req.on("error", (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, connected }));
 		req.on("close", () => clearTimeout(timer));
 		req.end(body === undefined ? "" : JSON.stringify(body));
 	});
@@ -61,11 +65,19 @@ export class Load {
 	private readonly keepAlive = new Agent({ keepAlive: true });
 	private readonly loops: Promise<void>[];
 
-	constructor(base: string, { category, author }: { category: Ref; author: Ref }, writers: number, pauseMs: number, writes: Write[]) {
+	/** `prefix` starts every name, for loads that run side by side. */
+	constructor(
+		base: string,
+		{ category, author }: { category: Ref; author: Ref },
+		writers: number,
+		pauseMs: number,
+		writes: Write[],
+		prefix = "",
+	) {
 		this.loops = Array.from({ length: writers }, async (_, writer) => {
 			for (let n = 0; this.running && n < 5000; n++) {
 				const write = writes[(writer + n) % writes.length];
-				const name = `${write} ${writer}.${n}`;
+				const name = `${prefix}${write} ${writer}.${n}`;
 				const body = write === "author" ? { name, nationality: "Testish" } : { title: name, age: 10, category, author };
 				const started = Date.now();
 				this.inFlight++;

@@ -1,0 +1,122 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { root } from "./process";
+
+// The project's docker-compose.yml on this machine's own Docker engine, as
+// deploy/local-docker/stack.sh runs it (deploy/local-docker/README.md). Every docker and
+// docker-compose command gets the same small environment: the variables compose interpolates come
+// from the stack's environment file alone, never from the shell that runs the tests.
+
+const STACK = path.join(root, "deploy/local-docker/stack.sh");
+const ENGINE = path.join(root, "deploy/local-docker/engine.sh");
+
+/** The catalogue's own containers; nats, redis and mongo are their dependencies. */
+export const NODES = ["api", "authors", "categories", "games"] as const;
+export const DEPENDENCIES = ["mongo", "nats", "redis"] as const;
+
+/**
+ * The environment file an operator makes by following .env.example: every uncommented line as it
+ * is, every credential it lists set (the users to the names it suggests, the passwords to
+ * `openssl rand -hex 24`), and the gateway's port on 127.0.0.1.
+ */
+export function stackEnvironment(apiPort: number): Record<string, string> {
+	const env: Record<string, string> = {};
+	for (const line of readFileSync(path.join(root, ".env.example"), "utf8").split("\n")) {
+		const set = /^(\w+)=(.*)$/.exec(line);
+		if (set) env[set[1]] = set[2];
+		const credential = /^# (\w+_(?:USER|PASSWORD))=(.*)$/.exec(line);
+		if (credential) env[credential[1]] = credential[2].startsWith("<") ? randomBytes(24).toString("hex") : credential[2];
+	}
+	return { ...env, API_PORT: String(apiPort) };
+}
+
+export function writeEnvironment(file: string, env: Record<string, string>): void {
+	writeFileSync(
+		file,
+		Object.entries(env)
+			.map(([name, value]) => `${name}=${value}\n`)
+			.join(""),
+	);
+}
+
+export interface Run {
+	code: number | null;
+	output: string;
+}
+
+export class Stack {
+	readonly env: NodeJS.ProcessEnv;
+
+	constructor(envFile: string) {
+		this.env = { PATH: process.env.PATH, HOME: process.env.HOME, STACK_ENV_FILE: envFile };
+		if (process.env.CATALOGUE_DOCKER_ROOT) this.env.CATALOGUE_DOCKER_ROOT = process.env.CATALOGUE_DOCKER_ROOT;
+	}
+
+	/** The engine's DOCKER_HOST, which docker commands need. */
+	private host?: string;
+
+	/** Runs a command to its end; its output, stdout and stderr together. */
+	run(command: string, args: string[], timeoutMs = 120_000): Promise<Run> {
+		return new Promise(resolve => {
+			const env = this.host ? { ...this.env, DOCKER_HOST: this.host } : this.env;
+			const child = execFile(command, args, { cwd: root, env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 }, error => {
+				resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, output });
+			});
+			let output = "";
+			child.stdout?.on("data", chunk => (output += chunk));
+			child.stderr?.on("data", chunk => (output += chunk));
+		});
+	}
+
+	/** Runs a command, failing with its output unless it exits 0; its output. */
+	async must(command: string, args: string[], timeoutMs?: number): Promise<string> {
+		const { code, output } = await this.run(command, args, timeoutMs);
+		if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${code}:\n${output.slice(-8000)}`);
+		return output;
+	}
+
+	/** stack.sh up: the engine, the stand-in images, the image from the Dockerfile, `up -d`. */
+	async up(timeoutMs: number): Promise<string> {
+		this.host = (await this.must("bash", [ENGINE, "host"])).trim();
+		return this.must("bash", [STACK, "up"], timeoutMs);
+	}
+
+	/** stack.sh down: the stack and its volumes removed, the engine stopped by its PID. */
+	down(): Promise<Run> {
+		return this.run("bash", [STACK, "down"]);
+	}
+
+	compose = (...args: string[]) => this.must("bash", [STACK, "compose", ...args]);
+	docker = (...args: string[]) => this.must("docker", args);
+
+	/** docker-compose with its standard input open, for the REPL. */
+	spawnCompose(...args: string[]): ChildProcess {
+		return spawn("bash", [STACK, "compose", ...args], { cwd: root, env: { ...this.env, DOCKER_HOST: this.host } });
+	}
+
+	/** The id of the running (or last) container of a compose service. */
+	async container(service: string): Promise<string> {
+		const ids = (await this.compose("ps", "-q", service)).trim().split("\n").filter(Boolean);
+		if (ids.length !== 1) throw new Error(`expected one container of ${service}, found ${ids.length}`);
+		return ids[0];
+	}
+
+	async inspect<T = any>(service: string): Promise<T> {
+		return JSON.parse(await this.docker("inspect", await this.container(service)))[0] as T;
+	}
+
+	/** Until every one of `services` reports healthy by its own health check, or `timeoutMs`. */
+	async healthy(services: readonly string[], timeoutMs: number): Promise<void> {
+		const deadline = Date.now() + timeoutMs;
+		let states: string[] = [];
+		while (Date.now() < deadline) {
+			states = await Promise.all(services.map(async service => `${service}: ${(await this.inspect(service)).State.Health?.Status}`));
+			if (states.every(state => state.endsWith(": healthy"))) return;
+			await new Promise(resolve => setTimeout(resolve, 1000));
+		}
+		const logs = await this.run("bash", [STACK, "compose", "logs", "--tail=30", ...services]);
+		throw new Error(`not healthy within ${timeoutMs} ms: ${states.join(", ")}\n${logs.output.slice(-8000)}`);
+	}
+}
