@@ -15,6 +15,9 @@ const MONGO_SERVER_WAIT_MS = 5000;
 
 type StorageConfig = Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">;
 
+/** The NeDB file a collection is kept in under DATA_DIR: the adapter's and the backup's one spelling of it. */
+export const dataFile = (dataDir: string, collection: string): string => path.join(dataDir, `${collection}.db`);
+
 /**
  * The storage the configuration asks for: MongoDB (the database named in MONGO_URI) when a URI
  * is given, else a NeDB file under DATA_DIR, or memory only.
@@ -22,7 +25,7 @@ type StorageConfig = Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">;
 export function createAdapter(collection: string, { mongoUri, storage, dataDir }: StorageConfig = config, claims: readonly string[] = []) {
 	if (mongoUri) return new MongoDbAdapter(mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
 	if (storage === "memory") return new MemoryAdapter();
-	return new NeDbFileAdapter(path.join(dataDir, `${collection}.db`), claims);
+	return new NeDbFileAdapter(dataFile(dataDir, collection), claims);
 }
 
 /** The part of moleculer-db-adapter-mongo's adapter its type declarations leave out. */
