@@ -1,8 +1,13 @@
 import type { ReplOptions, ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+import { config } from "../lib/config/config";
+import { backupDataDir, backupText, noFilesToBackUp } from "../lib/storage/backup";
 import type { OrphanGame } from "../services/games.types";
 
 type ReplCommand = NonNullable<ReplOptions["customCommands"]>[number];
+
+/** What moleculer-repl hands a command: its arguments by the names its `command` gives them (moleculer's typings say string[]). */
+type Arguments = Record<string, string>;
 
 /** A node that has just joined may not have heard of the others yet: wait this long for them. */
 const DISCOVERY_WAIT_MS = 5000;
@@ -38,11 +43,21 @@ async function integrity(broker: ServiceBroker): Promise<string> {
 	return [`${found.length} game(s) refer to a missing category or author:`, ...lines].join("\n");
 }
 
+/**
+ * Copies this process's DATA_DIR files into `dir` and says what it copied. Where this process runs
+ * the services (`npm run dev`, `npm start -- --repl`), the snapshot is one instant of its writes.
+ */
+async function backup(_broker: ServiceBroker, { dir }: Arguments): Promise<string> {
+	const refused = noFilesToBackUp(config);
+	if (refused) throw new Error(refused);
+	return backupText(await backupDataDir(config.dataDir, dir), dir);
+}
+
 /** Runs a command, printing what it returns or why it failed; the REPL stays open either way. */
-function printing(command: (broker: ServiceBroker) => Promise<string>): ReplCommand["action"] {
-	return async broker => {
+function printing(command: (broker: ServiceBroker, args: Arguments) => Promise<string>): ReplCommand["action"] {
+	return async (broker, args) => {
 		try {
-			console.log(await command(broker));
+			console.log(await command(broker, args as unknown as Arguments));
 		} catch (err) {
 			console.log(`Failed: ${(err as Error).message}`);
 		}
@@ -57,5 +72,10 @@ export const catalogueCommands: ReplCommand[] = [
 		alias: "orphans",
 		description: "List games whose category or author does not exist",
 		action: printing(integrity),
+	},
+	{
+		command: "backup <dir>",
+		description: "Copy this node's NeDB files (DATA_DIR) into <dir>, consistent, while the catalogue runs",
+		action: printing(backup),
 	},
 ];

@@ -1,0 +1,19 @@
+import { config } from "../lib/config/config";
+import { backupDataDir, backupText, noFilesToBackUp } from "../lib/storage/backup";
+
+// `npm run backup -- <dir>`: a copy of DATA_DIR's NeDB files in <dir>, taken while the catalogue
+// runs and writes them (docs/operations.md, "Backups"). Unlike the seed, it reads files, not HTTP.
+
+/** Backs up DATA_DIR into the folder given and prints what it copied; exits with 1, saying why, when it cannot. */
+async function main(): Promise<void> {
+	const [target, ...more] = process.argv.slice(2);
+	const refused = noFilesToBackUp(config);
+	if (refused) throw new Error(refused);
+	if (!target || more.length > 0) throw new Error("Usage: npm run backup -- <dir> (the folder the copy goes to)");
+	console.log(backupText(await backupDataDir(config.dataDir, target), target));
+}
+
+main().catch((err: Error) => {
+	console.error(`Backup failed: ${err.message}`);
+	process.exitCode = 1;
+});
