@@ -4,7 +4,6 @@
  * back with every game's category and author in it. docs/operations.md, "Backups".
  */
 import { closeSync, existsSync, fstatSync, openSync, read, realpathSync } from "node:fs";
-import { mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import Datastore from "@seald-io/nedb";
 import { inSteps } from "../async/steps";
@@ -12,6 +11,7 @@ import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services"
 import type { CatalogueConfig } from "../config/config";
 import { orphans } from "../integrity/integrity";
 import { dataFile } from "./adapter";
+import { writeBackupFolder } from "./backup-folder";
 import { escapeLineBreaks, keepLine } from "./nedb-files";
 
 /** Snapshots taken before a backup gives up: a write lands between two opens rarely, twice in a row more rarely still. */
@@ -19,9 +19,6 @@ const BACKUP_TRIES = 5;
 
 /** Records put into NeDB's indexes between two turns of the event loop: a few milliseconds' work. */
 const INSERT_STEP = 2000;
-
-/** The file written last into a backup's folder: a folder without it holds no finished backup. */
-export const MANIFEST = "backup.json";
 
 /** What a finished backup says of itself, in its manifest and to whoever ran it. */
 export interface Backup {
@@ -176,28 +173,11 @@ async function consistentCopies(from: string, { tries = BACKUP_TRIES, opened }: 
 /** The path a folder really is (symbolic links followed), or as given when there is none yet. */
 const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : dir);
 
-/** Writes each file as `<file>.partial`, flushed to the disk; a failure leaves none of them. */
-async function writePartials(files: [string, Buffer | string][]): Promise<void> {
-	try {
-		for (const [file, bytes] of files) await writeFile(`${file}.partial`, bytes, { flush: true });
-	} catch (err) {
-		for (const [file] of files) await rm(`${file}.partial`, { force: true });
-		throw err;
-	}
-}
-
-/** Flushes a folder's entries (the renames and removals in it) to the disk. */
-async function syncFolder(dir: string): Promise<void> {
-	const handle = await open(dir, "r");
-	await handle.sync().finally(() => handle.close());
-}
-
 /**
  * Copies the collections' files of `dataDir` into `targetDir` as `<collection>.db`, then `backup.json`,
  * while a catalogue may write them; returns what it copied. A snapshot whose games lack a category
  * or author (a write got between two opens, out of process) is taken again, up to `tries` times.
- * Every file is written whole and flushed, and renamed into place once all are: a backup that fails
- * (a full disk, a kill) leaves the one before it in `targetDir` whole, or no manifest.
+ * The folder never holds a torn file (`writeBackupFolder`).
  */
 export async function backupDataDir(dataDir: string, targetDir: string, options: BackupOptions = {}): Promise<Backup> {
 	const [from, to] = [path.resolve(dataDir), path.resolve(targetDir)];
@@ -206,15 +186,6 @@ export async function backupDataDir(dataDir: string, targetDir: string, options:
 			`The backup's folder ${to} is the data folder itself: give another one (the copy would be written over what it copies).`,
 		);
 	const { taken, takenAt, tried } = await consistentCopies(from, options);
-	await mkdir(to, { recursive: true });
-	await writePartials(taken.map(copy => [dataFile(to, copy.collection), copy.bytes]));
-	const manifest = path.join(to, MANIFEST);
-	// From here until the new manifest, the folder holds no finished backup.
-	await rm(manifest, { force: true });
-	await syncFolder(to);
-	for (const name of DATA_SERVICE_NAMES)
-		if (taken.some(copy => copy.collection === name)) await rename(`${dataFile(to, name)}.partial`, dataFile(to, name));
-		else await rm(dataFile(to, name), { force: true });
 	const backup: Backup = {
 		dataDir: from,
 		takenAt: takenAt.toISOString(),
@@ -222,9 +193,7 @@ export async function backupDataDir(dataDir: string, targetDir: string, options:
 		referencesChecked: referencesChecked(taken),
 		collections: Object.fromEntries(taken.map(copy => [copy.collection, { records: copy.records.length, bytes: copy.bytes.length }])),
 	};
-	await writePartials([[manifest, `${JSON.stringify(backup, null, 2)}\n`]]);
-	await rename(`${manifest}.partial`, manifest);
-	await syncFolder(to);
+	await writeBackupFolder(to, taken, backup);
 	return backup;
 }
 

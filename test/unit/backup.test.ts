@@ -3,7 +3,8 @@ import fsPromises from "node:fs/promises";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { backupDataDir, backupText, MANIFEST, noFilesToBackUp } from "../../lib/storage/backup";
+import { backupDataDir, backupText, noFilesToBackUp } from "../../lib/storage/backup";
+import { MANIFEST } from "../../lib/storage/backup-folder";
 import { cutTornTail } from "../../lib/storage/nedb-files";
 
 // lib/storage/backup.ts on NeDB files written here line by line, as the adapter appends them.
