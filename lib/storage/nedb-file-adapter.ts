@@ -13,6 +13,7 @@ import {
 	tornTailText,
 } from "./nedb-files";
 import { Appender } from "./nedb-appender";
+import { DataFileInUse, lockDataFile } from "./data-file-lock";
 import { compactInSteps, type CompactedStore } from "./nedb-compaction";
 import { Rollback, type Indexes } from "./nedb-rollback";
 
@@ -117,10 +118,12 @@ class DataFile {
  * NeDB then refuses any other damaged line (by default it drops up to 10% of them silently), and
  * the node exits saying which line and what to do: moleculer-db would retry every second until
  * START_TIMEOUT, and then blame the storage's reachability. Once loaded, the file is compacted as
- * it grows (`DataFile`).
+ * it grows (`DataFile`). One process at a time opens the file (lib/storage/data-file-lock.ts).
  */
 export class NeDbFileAdapter extends MemoryAdapter {
 	private dataFile: DataFile | undefined;
+	/** Gives the data file's lock back (lib/storage/data-file-lock.ts). */
+	private unlock: (() => void) | undefined;
 
 	/**
 	 * `claims`: the fields that mark a write in progress (lib/integrity/claims.ts, a game's draft). A record
@@ -143,6 +146,17 @@ export class NeDbFileAdapter extends MemoryAdapter {
 
 	override async connect(): Promise<void> {
 		const { service } = this as unknown as Attached;
+		try {
+			this.unlock ??= lockDataFile(this.file);
+		} catch (err) {
+			// moleculer's way out (broker.fatal), without the error's stack: the message says it all.
+			if (err instanceof DataFileInUse) {
+				service.logger.fatal(err.message);
+				process.exit(1);
+			}
+			// A full disk refuses the lock's few bytes too: the node still starts, to answer reads.
+			else service.logger.warn(`${this.file} could not be locked (${(err as Error).message}): another process may open it.`);
+		}
 		const torn = await cutTornTail(this.file);
 		if (torn) service.logger.warn(tornTailText(this.file, torn));
 		try {
@@ -175,5 +189,7 @@ export class NeDbFileAdapter extends MemoryAdapter {
 	override async disconnect(): Promise<void> {
 		await this.dataFile?.stop();
 		await super.disconnect();
+		this.unlock?.();
+		this.unlock = undefined;
 	}
 }
