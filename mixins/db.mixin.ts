@@ -32,6 +32,7 @@ export interface Store<T extends Row = Row> {
 		findById(id: string): Promise<Record<string, unknown> | null | undefined>;
 		findOne(query: Record<string, unknown>): Promise<Record<string, unknown> | null | undefined>;
 		insert(record: Record<string, unknown>): Promise<Record<string, unknown>>;
+		insertMany(records: Record<string, unknown>[]): Promise<Record<string, unknown>[]>;
 		updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
 		removeMany(query: Record<string, unknown>): Promise<number>;
 	};

@@ -5,6 +5,7 @@ import { inUse, notFound, type ErrorText } from "../lib/catalogue/errors";
 import { newToken } from "../lib/catalogue/ids";
 import { idOf } from "../lib/catalogue/params";
 import { asMixin, claimStore, type Row } from "./db.mixin";
+import { TRANSFER_BATCH } from "../lib/transfer/format";
 
 export interface ReferencedOptions {
 	/** The game field that holds this record's id (`author`, `category`). */
@@ -52,13 +53,16 @@ export function referencedByGames({ field, notFound: unknownText, hasGames }: Re
 				},
 			},
 
-			// true once the record exists and no delete of it is in progress (waiting for one to
-			// end); 400 when no record has the id. Asked by games after it wrote a game.
+			// true once the record, or each of a batch of them, exists and no delete of it is in
+			// progress (waiting for one to end); 400 when one does not exist. Asked by games after it
+			// wrote a game, or a batch of imported games.
 			referable: {
 				visibility: "public",
-				params: { id: idRule },
-				async handler(ctx: Context<{ id: string }>): Promise<true> {
-					if (!(await unclaimed(claimStore(this), ctx.params.id, deleting))) throw unknown();
+				params: { id: [idRule, { type: "array", items: idRule, max: TRANSFER_BATCH }] },
+				async handler(ctx: Context<{ id: string | string[] }>): Promise<true> {
+					const ids = typeof ctx.params.id === "string" ? [ctx.params.id] : ctx.params.id;
+					const found = await Promise.all(ids.map(id => unclaimed(claimStore(this), id, deleting)));
+					if (!found.every(Boolean)) throw unknown();
 					return true;
 				},
 			},

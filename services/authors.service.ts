@@ -5,6 +5,7 @@ import { idOf, text } from "../lib/catalogue/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { deleting, referencedByGames } from "../mixins/referenced.mixin";
+import { transferable } from "../mixins/transfer.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
 
 const AuthorsService: CatalogueSchema<Author> = {
@@ -25,6 +26,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 			},
 		}),
 		referencedByGames({ field: "author", notFound: texts.authorNotFound, hasGames: texts.authorHasGames }),
+		transferable({ kind: "author" }),
 	],
 	settings: {
 		fields: ["id", "name", "nationality"],

@@ -5,6 +5,7 @@ import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { deleting, referencedByGames } from "../mixins/referenced.mixin";
+import { transferable } from "../mixins/transfer.mixin";
 import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./categories.types";
 
 const CategoriesService: CatalogueSchema<Category> = {
@@ -24,6 +25,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 			},
 		}),
 		referencedByGames({ field: "category", notFound: texts.categoryNotFound, hasGames: texts.categoryHasGames }),
+		transferable({ kind: "category" }),
 	],
 	settings: {
 		fields: ["id", "name"],

@@ -11,6 +11,8 @@ import { effectivePage, GAME_SORT, listParams, pageableRule, pageSlice, sortKeys
 import { filter, idOf, referenceTo, text, wholeNumber } from "../lib/catalogue/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
+import { transferable } from "../mixins/transfer.mixin";
+import type { StoredRecord } from "../lib/transfer/format";
 import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
 const gameBody = {
@@ -47,8 +49,15 @@ const published = { draft: { $exists: false } };
 
 const unknownGame = notFound(texts.gameNotFound);
 
+/** A game of an import file as `update` takes it: category and author as `{ id }`. */
+const asGameUpdate = ({ category, author, ...game }: StoredRecord) => ({ ...game, category: { id: category }, author: { id: author } });
+
+/** The categories and authors a batch of games refers to. */
+type BatchReferences = { category: string[]; author: string[] };
+
 interface GamesMethods {
-	checkReferences(ctx: Context, references: References): Promise<void>;
+	checkReferences(ctx: Context, references: References | BatchReferences): Promise<void>;
+	createImported(ctx: Context, records: StoredRecord[]): Promise<void>;
 	searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]>;
 	withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]>;
 }
@@ -72,6 +81,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				countBy: texts.countGames,
 			},
 		}),
+		transferable({ kind: "game", visible: published, asUpdate: asGameUpdate }),
 	],
 	settings: {
 		fields: ["id", "title", "age", "category", "author"],
@@ -228,8 +238,31 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			return (await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)) as ListedGame[];
 		},
 
-		/** Resolves when the category and the author exist and are not being deleted. */
-		async checkReferences(ctx: Context, { category, author }: References): Promise<void> {
+		/**
+		 * Stores imported games with their ids as `create` stores one: hidden drafts until their
+		 * categories and authors are checked, once for the whole batch. Throws, leaving none of the
+		 * batch's drafts, when a reference is missing.
+		 */
+		async createImported(ctx: Context, records: StoredRecord[]): Promise<void> {
+			const drafts = records.map(({ id, ...game }) => ({ ...(game as Omit<Game, "id">), _id: id, draft: Date.now() }));
+			const batch = { _id: { $in: drafts.map(draft => draft._id) }, draft: { $exists: true } };
+			await this.adapter.insertMany(drafts);
+			try {
+				await this.checkReferences(ctx, {
+					category: uniq(drafts.map(game => game.category)),
+					author: uniq(drafts.map(game => game.author)),
+				});
+				const shown = await this.adapter.updateMany(batch, { $unset: { draft: true } });
+				if (shown < drafts.length) throw new Error(`${drafts.length - shown} imported draft games outlived their lease`);
+			} catch (err) {
+				await this.adapter.removeMany(batch);
+				throw err;
+			}
+			await this.entityChanged("created", await this.transformDocuments(ctx, {}, drafts[0]), ctx);
+		},
+
+		/** Resolves when the category and the author (or each of several) exist and are not being deleted. */
+		async checkReferences(ctx: Context, { category, author }: References | BatchReferences): Promise<void> {
 			await firstFailure([ctx.call("categories.referable", { id: category }), ctx.call("authors.referable", { id: author })]);
 		},
 	},

@@ -44,6 +44,7 @@ export const texts = {
 	unavailable: "The service is temporarily unavailable",
 	writesRefused: "The store cannot store writes",
 	internal: "Internal server error",
+	importedTwice: "A batch of imported records names one id twice",
 } as const;
 
 export type ErrorText = (typeof texts)[keyof typeof texts];
@@ -72,6 +73,8 @@ export const writesRefused = (reason: string) =>
 export const notFound = (text: ErrorText) => () => new CatalogueError(text, "NOT_FOUND");
 export const inUse = (text: ErrorText) => new CatalogueError(text, "IN_USE");
 export const storageFailure = (text: ErrorText) => new CatalogueError(text, STORAGE_FAILURE);
+/** An import batch (mixins/transfer.mixin.ts) that names `id` twice: which one to keep is not the service's guess. */
+export const duplicateInBatch = (id: string) => new CatalogueError(texts.importedTwice, "DUPLICATE_ID", { id });
 
 export interface FailureTexts {
 	/** The error an unknown id becomes. */

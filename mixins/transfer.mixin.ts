@@ -1,0 +1,85 @@
+import type { Context, ServiceSchema } from "moleculer";
+import { duplicateInBatch } from "../lib/catalogue/errors";
+import { RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
+import type { ImportTally } from "../lib/transfer/import";
+import type { CatalogueSchema, Row } from "./db.mixin";
+
+export interface TransferOptions {
+	kind: Kind;
+	/** What a stored record must match to be exported or counted as present (games hide their drafts). */
+	visible?: Record<string, unknown>;
+	/** The params of the service's own `update` action for a record of the file. */
+	asUpdate?: (record: StoredRecord) => Record<string, unknown>;
+}
+
+interface TransferMethods {
+	/** Stores the records, absent until now, with their ids; throws, storing none, when one is refused. */
+	createImported(ctx: Context, records: StoredRecord[]): Promise<void>;
+}
+
+/**
+ * The internal actions of export and import (docs/operations.md, "Moving to the distributed
+ * layout"), never on HTTP: records by id a page at a time, and a batch of records stored with
+ * their ids through the service's own rules. `createImported` is the plain insert; games replace
+ * it with one that checks references.
+ */
+export function transferable({ kind, visible = {}, asUpdate = record => record }: TransferOptions) {
+	const fields = fieldsOf(kind).filter(field => field !== "id");
+	const schema: Partial<CatalogueSchema<Row, TransferMethods>> = {
+		actions: {
+			// Up to `limit` records in id order after the id `after`, or those of `ids` that exist.
+			exportPage: {
+				visibility: "public",
+				params: {
+					$$strict: "remove",
+					after: { type: "string", optional: true, max: 26 },
+					ids: { type: "array", items: "string", optional: true, max: TRANSFER_BATCH },
+					limit: { type: "number", integer: true, min: 1, max: TRANSFER_BATCH, optional: true },
+				},
+				handler(ctx: Context<{ after?: string; ids?: string[]; limit?: number }>): Promise<Row[]> {
+					const { after, ids, limit = TRANSFER_BATCH } = ctx.params;
+					const position = ids ? { _id: { $in: ids } } : after ? { _id: { $gt: after } } : {};
+					return this._find(ctx, { query: { ...visible, ...position }, sort: ["_id"], ...(ids ? {} : { limit }) });
+				},
+			},
+
+			// { created, unchanged, updated }: each record absent is created with its id, one present with
+			// other fields is updated through the service's `update`; 400 when one is refused.
+			importRecords: {
+				visibility: "public",
+				params: {
+					$$strict: "remove",
+					records: {
+						type: "array",
+						max: TRANSFER_BATCH,
+						items: { type: "object", strict: "remove", props: RECORD_FIELDS[kind] },
+					},
+				},
+				async handler(ctx: Context<{ records: StoredRecord[] }>): Promise<ImportTally> {
+					const { records } = ctx.params;
+					const ids = records.map(record => record.id);
+					const twice = ids.find((id, index) => ids.indexOf(id) !== index);
+					if (twice) throw duplicateInBatch(twice);
+					const stored = new Map(
+						(await this.adapter.find({ query: { ...visible, _id: { $in: ids } } })).map(doc => [doc._id as string, doc]),
+					);
+					const absent = records.filter(record => !stored.has(record.id));
+					const changed = records.filter(record => {
+						const present = stored.get(record.id);
+						return present && fields.some(field => present[field] !== record[field]);
+					});
+					if (absent.length > 0) await this.createImported(ctx, absent);
+					for (const record of changed) await ctx.call(`${this.name}.update`, asUpdate(record));
+					return { created: absent.length, unchanged: records.length - absent.length - changed.length, updated: changed.length };
+				},
+			},
+		},
+		methods: {
+			async createImported(ctx: Context, records: StoredRecord[]): Promise<void> {
+				await this.adapter.insertMany(records.map(({ id, ...rest }) => ({ ...rest, _id: id })));
+				await this.entityChanged("created", records[records.length - 1], ctx);
+			},
+		},
+	};
+	return schema as Partial<ServiceSchema>;
+}
