@@ -1,0 +1,143 @@
+/**
+ * `npm run export`'s work, given a way to call the services: each collection read a page at a
+ * time in id order (each service's internal `exportPage`), spooled to a file of its own, then
+ * written after the header, whose counts are known only once everything is read. Only the ids of
+ * categories and authors are held, to keep the export consistent while writes go on: a game whose
+ * category or author is not in the file (both were created, or the game changed, after they were
+ * read) brings that record in, read again; a game whose reference is gone by then was changed or
+ * deleted meanwhile, and is read again itself.
+ */
+import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
+import { once } from "node:events";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import type { Writable } from "node:stream";
+import type { Counts, Kind, StoredRecord } from "./format";
+import { headerLine, KINDS, recordLine } from "./format";
+import type { Caller } from "./import";
+
+/** Rounds of reading again the games written meanwhile before one still changing is left out. */
+const ROUNDS = 5;
+
+export interface ExportOptions {
+	call: Caller;
+	/** Records per page. */
+	batch: number;
+	/** A folder of the export's own for its spool files, removed by the caller. */
+	spoolDir: string;
+	/** Told the number of records read so far. */
+	progress?: (done: number) => void;
+}
+
+export interface ExportSummary {
+	counts: Counts;
+	/** Records written after their page was read: made or changed during the export. */
+	readAgain: number;
+	/** Games left out, still changing after as many rounds: written meanwhile, they may or may not be in an export. */
+	leftOut: number;
+}
+
+/** Writes `text` to `out`, waiting while its buffer is full: memory stays bounded whatever the speed of the reader. */
+async function write(out: Writable, text: string): Promise<void> {
+	if (!out.write(text)) await once(out, "drain");
+}
+
+/** One kind's lines in id order, kept in a file until the header is written. */
+class Spool {
+	count = 0;
+	private readonly out: WriteStream;
+	constructor(readonly file: string) {
+		this.out = createWriteStream(file);
+	}
+	add(line: string): Promise<void> {
+		this.count++;
+		return write(this.out, `${line}\n`);
+	}
+	async close(): Promise<void> {
+		this.out.end();
+		await once(this.out, "close");
+	}
+	lines(): AsyncIterable<string> {
+		return createInterface({ input: createReadStream(this.file), crlfDelay: Infinity });
+	}
+}
+
+const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
+
+/** Writes the catalogue to `out` as an export file; answers its counts. */
+export async function exportCatalogue({ call, batch, spoolDir, progress }: ExportOptions, out: Writable): Promise<ExportSummary> {
+	let read = 0;
+	const spools = new Map<Kind, Spool>(KINDS.map(({ kind, service }) => [kind, new Spool(path.join(spoolDir, `${service}.jsonl`))]));
+	/** The ids of the categories and authors in the file. */
+	const inFile = { category: new Set<string>(), author: new Set<string>() };
+	/** Records read again, each to be merged into its kind's lines in id order. */
+	const again = new Map<Kind, Map<string, StoredRecord>>(KINDS.map(({ kind }) => [kind, new Map()]));
+	const refersInFile = (game: StoredRecord) => inFile.category.has(game.category as string) && inFile.author.has(game.author as string);
+	let late: StoredRecord[] = [];
+
+	for (const { kind, service } of KINDS) {
+		let after: string | undefined;
+		for (;;) {
+			const page = await call<StoredRecord[]>(`${service}.exportPage`, { limit: batch, ...(after && { after }) });
+			for (const record of page) {
+				if (kind === "game" && !refersInFile(record)) late.push(record);
+				else {
+					if (kind !== "game") inFile[kind].add(record.id);
+					await spools.get(kind)!.add(recordLine(kind, record));
+				}
+			}
+			read += page.length;
+			progress?.(read);
+			if (page.length < batch) break;
+			after = page[page.length - 1].id;
+		}
+		await spools.get(kind)!.close();
+	}
+
+	for (let round = 1; late.length > 0; round++) {
+		for (const kind of ["category", "author"] as const) {
+			const missing = [...new Set(late.map(game => game[kind] as string).filter(id => !inFile[kind].has(id)))];
+			for (const record of await readAgain(call, serviceOf(kind), missing, batch)) {
+				inFile[kind].add(record.id);
+				again.get(kind)!.set(record.id, record);
+			}
+		}
+		for (const game of late.filter(refersInFile)) again.get("game")!.set(game.id, game);
+		late = late.filter(game => !refersInFile(game));
+		if (round === ROUNDS) break;
+		late = await readAgain(
+			call,
+			"games",
+			late.map(game => game.id),
+			batch,
+		);
+	}
+
+	const counts = Object.fromEntries(
+		KINDS.map(({ kind, service }) => [service, spools.get(kind)!.count + again.get(kind)!.size]),
+	) as Counts;
+	await write(out, `${headerLine(counts, new Date())}\n`);
+	for (const { kind } of KINDS) await writeMerged(out, kind, spools.get(kind)!, again.get(kind)!);
+	const readAgainCount = [...again.values()].reduce((sum, records) => sum + records.size, 0);
+	return { counts, readAgain: readAgainCount, leftOut: late.length };
+}
+
+/** Those of the records `ids` names that `service` holds now. */
+async function readAgain(call: Caller, service: string, ids: string[], batch: number): Promise<StoredRecord[]> {
+	const found: StoredRecord[] = [];
+	for (let from = 0; from < ids.length; from += batch)
+		found.push(...(await call<StoredRecord[]>(`${service}.exportPage`, { ids: ids.slice(from, from + batch) })));
+	return found;
+}
+
+/** The spooled lines of a kind with the records read again, all in id order. */
+async function writeMerged(out: Writable, kind: Kind, spool: Spool, again: Map<string, StoredRecord>): Promise<void> {
+	const extra = [...again.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+	let next = 0;
+	for await (const line of spool.lines()) {
+		const { id } = JSON.parse(line) as { id: string };
+		while (next < extra.length && extra[next].id < id) await write(out, `${recordLine(kind, extra[next++])}\n`);
+		await write(out, `${line}\n`);
+	}
+	while (next < extra.length) await write(out, `${recordLine(kind, extra[next++])}\n`);
+}

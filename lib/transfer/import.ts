@@ -1,0 +1,128 @@
+/**
+ * `npm run import`'s work, given a way to read the file's lines and to call the services: the
+ * whole file checked first (lib/transfer/check.ts), then its records sent in batches to each
+ * service's internal `importRecords` (mixins/transfer.mixin.ts), which applies the services' own
+ * rules. A batch refused (a reference deleted since the check) is sent again a record at a time,
+ * so only the refused records are left out, each reported with its line.
+ */
+import { FileCheck, type OutsideReference, type Problem } from "./check";
+import { KINDS, type Kind, type StoredRecord } from "./format";
+
+/** A call of a service's action, as `broker.call` makes it. */
+export type Caller = <T>(action: string, params: object) => Promise<T>;
+
+export interface ImportTally {
+	created: number;
+	unchanged: number;
+	updated: number;
+}
+
+export interface ImportSummary extends ImportTally {
+	read: number;
+	refused: Problem[];
+}
+
+/** A file that cannot be imported, with its first bad line: nothing was written. */
+export class RefusedFile extends Error {
+	constructor(
+		readonly file: string,
+		readonly problem: Problem,
+	) {
+		super(`${file}, line ${problem.line}: ${problem.reason}. Nothing was imported.`);
+	}
+}
+
+export interface ImportOptions {
+	/** The file's name, for messages. */
+	file: string;
+	/** The file's lines, read anew each time it is called. */
+	lines: () => AsyncIterable<string>;
+	call: Caller;
+	/** Records per batch. */
+	batch: number;
+	/** Told the number of records read so far, and the total once known. */
+	progress?: (done: number, total: number) => void;
+}
+
+const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
+
+/** Which of the references the catalogue holds, asked in batches of each kind. */
+async function present(call: Caller, references: OutsideReference[], batch: number): Promise<Set<string>> {
+	const found = new Set<string>();
+	for (const kind of ["category", "author"] as const) {
+		const ids = references.filter(reference => reference.kind === kind).map(reference => reference.id);
+		for (let from = 0; from < ids.length; from += batch) {
+			const records = await call<StoredRecord[]>(`${serviceOf(kind)}.exportPage`, { ids: ids.slice(from, from + batch) });
+			for (const { id } of records) found.add(`${kind} ${id}`);
+		}
+	}
+	return found;
+}
+
+/** Checks the whole file; throws RefusedFile naming its first bad line. Answers the number of records. */
+export async function checkFile({ file, lines, call, batch }: ImportOptions): Promise<number> {
+	const check = new FileCheck();
+	for await (const line of lines()) {
+		await check.add(line);
+		if (check.problem) break;
+	}
+	const inCatalogue = await present(call, check.outsideReferences(), batch);
+	const problem = check.finish(reference => inCatalogue.has(`${reference.kind} ${reference.id}`));
+	if (problem) throw new RefusedFile(file, problem);
+	return Object.values(check.counts!).reduce((sum, count) => sum + count, 0);
+}
+
+/** The file's records, checked, with their line numbers, in batches of one kind. */
+async function* batches(lines: AsyncIterable<string>, size: number): AsyncGenerator<{ kind: Kind; records: [number, StoredRecord][] }> {
+	const check = new FileCheck();
+	let current: { kind: Kind; records: [number, StoredRecord][] } | undefined;
+	let lineNumber = 0;
+	for await (const line of lines) {
+		lineNumber++;
+		const record = await check.add(line);
+		// The file changed since it was checked: stop before the line.
+		if (check.problem) throw new RefusedFile("the file", check.problem);
+		if (!record) continue;
+		const { kind, ...fields } = record;
+		if (current && (current.kind !== kind || current.records.length === size)) {
+			yield current;
+			current = undefined;
+		}
+		current ??= { kind, records: [] };
+		current.records.push([lineNumber, fields]);
+	}
+	if (current) yield current;
+}
+
+/** Imports a checked file; answers what it did. Calls that fail for another reason than a refusal pass on. */
+export async function importFile(options: ImportOptions, total: number): Promise<ImportSummary> {
+	const { lines, call, batch, progress } = options;
+	const summary: ImportSummary = { read: 0, created: 0, unchanged: 0, updated: 0, refused: [] };
+	const add = (tally: ImportTally) => {
+		summary.created += tally.created;
+		summary.unchanged += tally.unchanged;
+		summary.updated += tally.updated;
+	};
+	for await (const { kind, records } of batches(lines(), batch)) {
+		const action = `${serviceOf(kind)}.importRecords`;
+		try {
+			add(await call<ImportTally>(action, { records: records.map(([, record]) => record) }));
+		} catch (err) {
+			if (!isRefusal(err)) throw err;
+			for (const [line, record] of records)
+				await call<ImportTally>(action, { records: [record] }).then(add, (failure: unknown) => {
+					if (!isRefusal(failure)) throw failure;
+					summary.refused.push({ line, reason: (failure as Error).message });
+				});
+		}
+		summary.read += records.length;
+		progress?.(summary.read, total);
+	}
+	return summary;
+}
+
+/** A service's refusal of the records (a 4xx), as opposed to a failure to reach it or to store. */
+function isRefusal(err: unknown): boolean {
+	const code = (err as { code?: unknown }).code;
+	return typeof code === "number" && code >= 400 && code < 500;
+}

@@ -1,0 +1,40 @@
+import { hostname } from "node:os";
+import path from "node:path";
+import { ServiceBroker, type Middleware } from "moleculer";
+import brokerOptions from "../moleculer.config";
+import { config } from "../lib/config/config";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+
+/** Where the catalogue a tool works on is: the cluster it joins, or the data folder it opens itself. */
+export const whereTheCatalogueIs = () =>
+	config.transporter
+		? "the cluster of TRANSPORTER (joined as the REPL joins it)"
+		: `the files of DATA_DIR ${config.dataDir} (opened here)`;
+
+/**
+ * A broker for a command-line tool that works through the catalogue's services, with the
+ * catalogue's own options (namespace, NATS credentials, timeouts). With TRANSPORTER it joins the
+ * cluster as `npm run repl` does; without, it runs the three data services itself on DATA_DIR,
+ * which the catalogue must then not have open (the data files' lock refuses it). It answers once
+ * the data services are reachable, or throws within START_TIMEOUT. Logs below a warning are left
+ * out, and the rest go to stderr: stdout may be the export itself.
+ */
+export async function startMember(tool: string): Promise<ServiceBroker> {
+	const broker = new ServiceBroker({
+		...brokerOptions,
+		nodeID: `${tool}-${hostname()}-${process.pid}`,
+		logLevel: "warn",
+		metrics: { enabled: false },
+		tracing: { enabled: false },
+		// No health port: the catalogue's own nodes have it.
+		middlewares: (brokerOptions.middlewares ?? []).filter(middleware => (middleware as Middleware).name !== "ReadinessProbe"),
+	});
+	if (!config.transporter)
+		for (const name of DATA_SERVICE_NAMES) broker.loadService(path.join(__dirname, "..", "services", `${name}.service.js`));
+	await broker.start();
+	await broker.waitForServices([...DATA_SERVICE_NAMES], config.startTimeoutMs).catch(async (err: Error) => {
+		await broker.stop();
+		throw new Error(`The catalogue's services did not answer within START_TIMEOUT (${config.startTimeoutMs / 1000} s): ${err.message}`);
+	});
+	return broker;
+}

@@ -1,0 +1,85 @@
+import { createWriteStream } from "node:fs";
+import { mkdtemp, open, rename, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { once } from "node:events";
+import type { Writable } from "node:stream";
+import type { ServiceBroker } from "moleculer";
+import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+import { exportCatalogue, type ExportSummary } from "../lib/transfer/export";
+import { TRANSFER_BATCH } from "../lib/transfer/format";
+import type { Caller } from "../lib/transfer/import";
+import { startMember, whereTheCatalogueIs } from "./catalogue-member";
+import { progressBar, secondsSince } from "./progress";
+
+const USAGE = "usage: npm run export -- <file>   (or - for stdout)";
+
+/** Writes the export to `target` whole or not at all: to a file beside it, flushed to the disk, then renamed over it. */
+async function exportToFile(target: string, run: (out: Writable) => Promise<ExportSummary>): Promise<ExportSummary> {
+	const partial = `${target}.partial-${process.pid}`;
+	const out = createWriteStream(partial);
+	try {
+		const summary = await run(out);
+		out.end();
+		await once(out, "close");
+		const written = await open(partial, "r+");
+		await written.sync().finally(() => written.close());
+		await rename(partial, target);
+		return summary;
+	} catch (err) {
+		out.destroy();
+		await rm(partial, { force: true });
+		throw err;
+	}
+}
+
+/** `npm run export -- <file>`: the whole catalogue as JSON Lines (decisions.md, "Export and import"). */
+async function exportTo(broker: ServiceBroker, target: string): Promise<void> {
+	const call: Caller = (action, params) => broker.call(action, params);
+	const started = Date.now();
+	const counts = await Promise.all(DATA_SERVICE_NAMES.map(name => call<number>(`${name}.count`, {})));
+	const bar = progressBar("export");
+	bar.start(
+		counts.reduce((sum, count) => sum + count, 0),
+		0,
+	);
+	const spoolDir = await mkdtemp(path.join(tmpdir(), "catalogue-export-"));
+	try {
+		const options = { call, batch: TRANSFER_BATCH, spoolDir, progress: (done: number) => bar.update(done) };
+		const run = (out: Writable) => exportCatalogue(options, out);
+		const summary = target === "-" ? await run(process.stdout) : await exportToFile(target, run);
+		bar.stop();
+		const { categories, authors, games } = summary.counts;
+		console.error(
+			`Exported ${categories} categories, ${authors} authors and ${games} games to ${target === "-" ? "stdout" : target} in ${secondsSince(started)}` +
+				(summary.readAgain > 0 ? `; ${summary.readAgain} written meanwhile were read again` : "") +
+				(summary.leftOut > 0 ? `; ${summary.leftOut} games changing all along were left out` : "") +
+				".",
+		);
+	} finally {
+		bar.stop();
+		await rm(spoolDir, { recursive: true, force: true });
+	}
+}
+
+async function main(): Promise<void> {
+	const target = process.argv[2];
+	if (!target || process.argv.length > 3) {
+		console.error(USAGE);
+		process.exitCode = 2;
+		return;
+	}
+	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);
+	let broker: ServiceBroker | undefined;
+	try {
+		broker = await startMember("export");
+		await exportTo(broker, target);
+	} catch (err) {
+		console.error(`Export failed: ${(err as Error).message}`);
+		process.exitCode = 1;
+	} finally {
+		await broker?.stop();
+	}
+}
+
+void main();

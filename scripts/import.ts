@@ -1,0 +1,62 @@
+import { createReadStream } from "node:fs";
+import { access } from "node:fs/promises";
+import { createInterface } from "node:readline";
+import type { ServiceBroker } from "moleculer";
+import { TRANSFER_BATCH } from "../lib/transfer/format";
+import { checkFile, importFile, RefusedFile, type Caller, type ImportOptions } from "../lib/transfer/import";
+import { startMember, whereTheCatalogueIs } from "./catalogue-member";
+import { progressBar, secondsSince } from "./progress";
+
+const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
+
+/** `npm run import -- <file>`: an export file loaded into the catalogue, ids kept (decisions.md, "Export and import"). */
+async function importFrom(broker: ServiceBroker, file: string): Promise<boolean> {
+	const call: Caller = (action, params) => broker.call(action, params);
+	const started = Date.now();
+	const bar = progressBar("import");
+	const options: ImportOptions = {
+		file,
+		lines: () => createInterface({ input: createReadStream(file), crlfDelay: Infinity }),
+		call,
+		batch: TRANSFER_BATCH,
+		progress: done => bar.update(done),
+	};
+	const total = await checkFile(options);
+	console.error(`${file}: ${total} records, checked`);
+	bar.start(total, 0);
+	try {
+		const summary = await importFile(options, total);
+		bar.stop();
+		const { read, created, unchanged, updated, refused } = summary;
+		console.error(
+			`Read ${read}: ${created} created, ${unchanged} unchanged, ${updated} updated, ${refused.length} refused, in ${secondsSince(started)}.`,
+		);
+		for (const { line, reason } of refused) console.error(`  line ${line}: ${reason}`);
+		return refused.length === 0;
+	} finally {
+		bar.stop();
+	}
+}
+
+async function main(): Promise<void> {
+	const file = process.argv[2];
+	if (!file || file === "-" || process.argv.length > 3) {
+		console.error(USAGE);
+		process.exitCode = 2;
+		return;
+	}
+	let broker: ServiceBroker | undefined;
+	try {
+		await access(file);
+		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
+		broker = await startMember("import");
+		if (!(await importFrom(broker, file))) process.exitCode = 1;
+	} catch (err) {
+		console.error(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`);
+		process.exitCode = 1;
+	} finally {
+		await broker?.stop();
+	}
+}
+
+void main();
