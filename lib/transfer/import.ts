@@ -22,13 +22,14 @@ export interface ImportSummary extends ImportTally {
 	refused: Problem[];
 }
 
-/** A file that cannot be imported, with its first bad line: nothing was written. */
+/** A file that cannot be imported, with its first bad line (found by the check: nothing was written). */
 export class RefusedFile extends Error {
 	constructor(
 		readonly file: string,
 		readonly problem: Problem,
+		after = "Nothing was imported.",
 	) {
-		super(`${file}, line ${problem.line}: ${problem.reason}. Nothing was imported.`);
+		super(`${file}, line ${problem.line}: ${problem.reason}. ${after}`);
 	}
 }
 
@@ -72,26 +73,41 @@ export async function checkFile({ file, lines, call, batch }: ImportOptions): Pr
 	return Object.values(check.counts!).reduce((sum, count) => sum + count, 0);
 }
 
-/** The file's records, checked, with their line numbers, in batches of one kind. */
-async function* batches(lines: AsyncIterable<string>, size: number): AsyncGenerator<{ kind: Kind; records: [number, StoredRecord][] }> {
-	const check = new FileCheck();
+/**
+ * The records of a file already checked, with their line numbers, in batches of one kind. They are
+ * only parsed again, so the import holds no more than a batch: the services check each record
+ * once more, and a file changed since its check stops the import at the first line that is not
+ * a record any more.
+ */
+async function* batches(file: string, lines: AsyncIterable<string>, size: number): AsyncGenerator<{ kind: Kind; records: [number, StoredRecord][] }> {
 	let current: { kind: Kind; records: [number, StoredRecord][] } | undefined;
 	let lineNumber = 0;
 	for await (const line of lines) {
-		lineNumber++;
-		const record = await check.add(line);
-		// The file changed since it was checked: stop before the line.
-		if (check.problem) throw new RefusedFile("the file", check.problem);
-		if (!record) continue;
-		const { kind, ...fields } = record;
+		if (++lineNumber === 1) continue;
+		const { kind, ...fields } = parsedAgain(file, line, lineNumber);
 		if (current && (current.kind !== kind || current.records.length === size)) {
 			yield current;
 			current = undefined;
 		}
 		current ??= { kind, records: [] };
-		current.records.push([lineNumber, fields]);
+		current.records.push([lineNumber, fields as StoredRecord]);
 	}
 	if (current) yield current;
+}
+
+/** A line of a checked file, parsed again; throws RefusedFile when it is no longer a record. */
+function parsedAgain(file: string, line: string, lineNumber: number): { kind: Kind } & Record<string, unknown> {
+	try {
+		const record = JSON.parse(line) as { kind: Kind } & Record<string, unknown>;
+		if (KINDS.some(({ kind }) => kind === record.kind)) return record;
+	} catch {
+		// Reported below, as a line that is not a record.
+	}
+	throw new RefusedFile(
+		file,
+		{ line: lineNumber, reason: "no longer a record: the file changed since it was checked" },
+		"The records before it were imported: import the file again once it is whole.",
+	);
 }
 
 /** Imports a checked file; answers what it did. Calls that fail for another reason than a refusal pass on. */
@@ -103,7 +119,7 @@ export async function importFile(options: ImportOptions, total: number): Promise
 		summary.unchanged += tally.unchanged;
 		summary.updated += tally.updated;
 	};
-	for await (const { kind, records } of batches(lines(), batch)) {
+	for await (const { kind, records } of batches(options.file, lines(), batch)) {
 		const action = `${serviceOf(kind)}.importRecords`;
 		try {
 			add(await call<ImportTally>(action, { records: records.map(([, record]) => record) }));
