@@ -7,7 +7,8 @@
  * same pid reused by another process, a container's health check say, has another start time).
  * Brokers of one process share their locks (the tests run several).
  */
-import { readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
 
 const held = new Map<string, number>();
 
@@ -89,6 +90,8 @@ export function lockDataFile(file: string): () => void {
 	const mine = holder(process.pid);
 	const count = held.get(lock) ?? 0;
 	if (count === 0) {
+		// Before NeDB makes the data folder on a first start.
+		mkdirSync(path.dirname(file), { recursive: true });
 		for (let attempt = 0; ; attempt++) {
 			try {
 				writeFileSync(lock, mine, { flag: "wx" });
