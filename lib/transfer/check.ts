@@ -13,7 +13,10 @@ export interface Problem {
 	reason: string;
 }
 
-const validator = new Validator({ useNewCustomCheckerFunction: true });
+const validator = new Validator({
+	useNewCustomCheckerFunction: true,
+	messages: { objectStrict: "fields a record of its kind has not: {actual}" },
+});
 
 const checkHeader = validator.compile({
 	$$strict: true,

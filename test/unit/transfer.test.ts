@@ -1,0 +1,155 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { PassThrough } from "node:stream";
+import { newId } from "../../lib/catalogue/ids";
+import { FileCheck } from "../../lib/transfer/check";
+import { exportCatalogue } from "../../lib/transfer/export";
+import { headerLine, type StoredRecord } from "../../lib/transfer/format";
+import type { Caller } from "../../lib/transfer/import";
+
+const [C1, C2, C3] = [newId(), newId(), newId()];
+const [A1, A2] = [newId(), newId()];
+const [G1, G2, G3] = [newId(), newId(), newId()];
+
+const header = (categories: number, authors: number, games: number) => headerLine({ categories, authors, games }, new Date());
+const category = (id: string, name = "Eurogames") => JSON.stringify({ kind: "category", id, name });
+const author = (id: string) => JSON.stringify({ kind: "author", id, name: "Reiner Knizia", nationality: "German" });
+const game = (id: string, c: string, a: string, more: object = {}) =>
+	JSON.stringify({ kind: "game", id, title: "Tigris", age: 12, category: c, author: a, ...more });
+
+/** The problem FileCheck finds in `lines`, the catalogue holding the references `inCatalogue`. */
+async function problemOf(lines: string[], inCatalogue: string[] = []) {
+	const check = new FileCheck();
+	for (const line of lines) await check.add(line);
+	return check.finish(reference => inCatalogue.includes(reference.id));
+}
+
+describe("FileCheck: an import file refused whole, naming its first bad line", () => {
+	test("a whole file passes; a game may refer to a record the catalogue holds", async () => {
+		expect(await problemOf([header(1, 1, 2), category(C1), author(A1), game(G1, C1, A1), game(G2, C2, A1)], [C2])).toBeUndefined();
+	});
+
+	test.each([
+		["a line that is not JSON", [header(1, 1, 1), category(C1), "{", game(G1, C1, A1)], 3, /^not JSON/],
+		["a header of another format", ['{"format":"other"}'], 1, /not the header of a game-catalogue export/],
+		["an empty file", [], 1, /the file is empty/],
+		[
+			"an unknown kind",
+			[header(1, 0, 0), JSON.stringify({ kind: "publisher", id: C1 })],
+			2,
+			/'kind' must be one of category, author, game/,
+		],
+		["a category after the authors", [header(1, 1, 0), author(A1), category(C1)], 3, /a category after the authors/],
+		["an id the catalogue does not issue", [header(1, 0, 0), category("42")], 2, /'id' is not an id the catalogue issues/],
+		["a field too long", [header(1, 0, 0), category(C1, "x".repeat(101))], 2, /'name' field length must be less than or equal to 100/],
+		["a name with a control character", [header(1, 0, 0), category(C1, "a\u0000b")], 2, /control characters/],
+		["an unknown field", [header(1, 1, 1), category(C1), author(A1), game(G1, C1, A1, { price: 3 })], 4, /fields a record of its kind has not: price/],
+		["an age out of range", [header(1, 1, 1), category(C1), author(A1), game(G1, C1, A1, { age: 100 })], 4, /less than or equal to 99/],
+		[
+			"a duplicate id",
+			[header(1, 1, 2), category(C1), author(A1), game(G1, C1, A1), game(G1, C1, A1)],
+			5,
+			/the game \w+ is also on line 4/,
+		],
+		[
+			"a game whose category is nowhere",
+			[header(1, 1, 1), category(C1), author(A1), game(G1, C3, A1)],
+			4,
+			/the category \w+ is neither in the file nor in the catalogue/,
+		],
+		["a game whose author is nowhere", [header(1, 1, 1), category(C1), author(A1), game(G1, C1, A2)], 4, /the author \w+ is neither/],
+		[
+			"counts unlike the header's (a file cut short)",
+			[header(1, 1, 3), category(C1), author(A1), game(G1, C1, A1)],
+			1,
+			/the header counts 3 games, the file holds 1 \(cut short\?\)/,
+		],
+	])("%s", async (_name, lines, line, reason) => {
+		const problem = await problemOf(lines);
+		expect(problem?.line).toBe(line);
+		expect(problem?.reason).toMatch(reason);
+	});
+
+	test("the first bad line is named: a missing reference before a malformed line, a malformed line before a later missing reference", async () => {
+		const lines = [header(1, 1, 3), category(C1), author(A1), game(G1, C3, A1), "{", game(G2, C2, A1)];
+		expect((await problemOf(lines))?.line).toBe(4);
+		expect((await problemOf(lines, [C3]))?.line).toBe(5);
+	});
+});
+
+/** A catalogue for exportCatalogue: its records by service, which `before` may change before each call is answered. */
+function fakeCatalogue(records: Record<string, StoredRecord[]>, before: (service: string, params: { ids?: string[] }) => void): Caller {
+	return async <T>(action: string, params: object) => {
+		const [service] = action.split(".");
+		const { after, ids, limit } = params as { after?: string; ids?: string[]; limit?: number };
+		before(service, { ids });
+		const sorted = [...records[service]].sort((a, b) => (a.id < b.id ? -1 : 1));
+		const page = ids ? sorted.filter(r => ids.includes(r.id)) : sorted.filter(r => !after || r.id > after).slice(0, limit);
+		return page as T;
+	};
+}
+
+describe("exportCatalogue: consistent while writes go on", () => {
+	let spoolDir: string;
+	beforeEach(async () => (spoolDir = await mkdtemp(path.join(tmpdir(), "export-unit-"))));
+	afterEach(() => rm(spoolDir, { recursive: true, force: true }));
+
+	async function exported(call: Caller) {
+		const out = new PassThrough();
+		let text = "";
+		out.on("data", chunk => (text += chunk));
+		const summary = await exportCatalogue({ call, batch: 2, spoolDir }, out);
+		return {
+			summary,
+			lines: text
+				.trim()
+				.split("\n")
+				.map(line => JSON.parse(line) as Record<string, unknown>),
+		};
+	}
+
+	test("a game made after the categories were read brings its new category in, in id order; a game whose new category is gone by then is read again", async () => {
+		const g = (id: string, c: string) => ({ id, title: "Tigris", age: 12, category: c, author: A1 });
+		const records: Record<string, StoredRecord[]> = {
+			categories: [{ id: C1, name: "One" }],
+			authors: [{ id: A1, name: "Reiner Knizia", nationality: "German" }],
+			games: [g(G1, C1), g(G3, C1)],
+		};
+		const call = fakeCatalogue(records, (service, { ids }) => {
+			// Once the categories were read: C2 and C3 are made, G2 on C2, and G1 moves to C3.
+			if (service === "authors") {
+				records.categories.push({ id: C2, name: "Two" }, { id: C3, name: "Three" });
+				records.games.push(g(G2, C2));
+				records.games[0] = g(G1, C3);
+			}
+			// When the export asks for C2 and C3: G1 has moved back to C1, and C3 is deleted.
+			if (service === "categories" && ids) {
+				records.games[0] = g(G1, C1);
+				records.categories = records.categories.filter(record => record.id !== C3);
+			}
+		});
+		const { summary, lines } = await exported(call);
+		const ids = (kind: string) => lines.filter(line => line.kind === kind).map(line => line.id);
+		expect(ids("category")).toEqual([C1, C2]);
+		expect(lines.filter(line => line.kind === "game")).toEqual([
+			{ kind: "game", ...g(G1, C1) },
+			{ kind: "game", ...g(G2, C2) },
+			{ kind: "game", ...g(G3, C1) },
+		]);
+		expect(lines[0]).toMatchObject({ format: "game-catalogue", version: 1, counts: { categories: 2, authors: 1, games: 3 } });
+		expect(summary).toEqual({ counts: { categories: 2, authors: 1, games: 3 }, readAgain: 3, leftOut: 0 });
+		expect(await problemOf(lines.map(line => JSON.stringify(line)))).toBeUndefined();
+	});
+
+	test("a game whose category keeps going away is left out, not written with a dangling reference", async () => {
+		const records: Record<string, StoredRecord[]> = {
+			categories: [{ id: C1, name: "One" }],
+			authors: [{ id: A1, name: "Reiner Knizia", nationality: "German" }],
+			games: [{ id: G1, title: "Tigris", age: 12, category: C2, author: A1 }],
+		};
+		const { summary, lines } = await exported(fakeCatalogue(records, () => undefined));
+		expect(lines.filter(line => line.kind === "game")).toEqual([]);
+		expect(summary.leftOut).toBe(1);
+	});
+});
