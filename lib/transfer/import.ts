@@ -79,7 +79,11 @@ export async function checkFile({ file, lines, call, batch }: ImportOptions): Pr
  * once more, and a file changed since its check stops the import at the first line that is not
  * a record any more.
  */
-async function* batches(file: string, lines: AsyncIterable<string>, size: number): AsyncGenerator<{ kind: Kind; records: [number, StoredRecord][] }> {
+async function* batches(
+	file: string,
+	lines: AsyncIterable<string>,
+	size: number,
+): AsyncGenerator<{ kind: Kind; records: [number, StoredRecord][] }> {
 	let current: { kind: Kind; records: [number, StoredRecord][] } | undefined;
 	let lineNumber = 0;
 	for await (const line of lines) {
@@ -128,13 +132,20 @@ export async function importFile(options: ImportOptions, total: number): Promise
 			for (const [line, record] of records)
 				await call<ImportTally>(action, { records: [record] }).then(add, (failure: unknown) => {
 					if (!isRefusal(failure)) throw failure;
-					summary.refused.push({ line, reason: (failure as Error).message });
+					summary.refused.push({ line, reason: reasonOf(failure) });
 				});
 		}
 		summary.read += records.length;
 		progress?.(summary.read, total);
 	}
 	return summary;
+}
+
+/** Why a service refused records: each of its validation's messages, or the error's own. */
+export function reasonOf(err: unknown): string {
+	const { message, data } = err as { message: string; data?: unknown };
+	if (!Array.isArray(data)) return message;
+	return data.map(item => String((item as { message?: unknown }).message ?? JSON.stringify(item))).join("; ");
 }
 
 /** A service's refusal of the records (a 4xx), as opposed to a failure to reach it or to store. */

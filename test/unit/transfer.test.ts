@@ -6,7 +6,8 @@ import { newId } from "../../lib/catalogue/ids";
 import { FileCheck } from "../../lib/transfer/check";
 import { exportCatalogue } from "../../lib/transfer/export";
 import { headerLine, type StoredRecord } from "../../lib/transfer/format";
-import type { Caller } from "../../lib/transfer/import";
+import { importFile, type Caller } from "../../lib/transfer/import";
+import { texts } from "../../lib/catalogue/errors";
 
 const [C1, C2, C3] = [newId(), newId(), newId()];
 const [A1, A2] = [newId(), newId()];
@@ -44,7 +45,12 @@ describe("FileCheck: an import file refused whole, naming its first bad line", (
 		["an id the catalogue does not issue", [header(1, 0, 0), category("42")], 2, /'id' is not an id the catalogue issues/],
 		["a field too long", [header(1, 0, 0), category(C1, "x".repeat(101))], 2, /'name' field length must be less than or equal to 100/],
 		["a name with a control character", [header(1, 0, 0), category(C1, "a\u0000b")], 2, /control characters/],
-		["an unknown field", [header(1, 1, 1), category(C1), author(A1), game(G1, C1, A1, { price: 3 })], 4, /fields a record of its kind has not: price/],
+		[
+			"an unknown field",
+			[header(1, 1, 1), category(C1), author(A1), game(G1, C1, A1, { price: 3 })],
+			4,
+			/fields a record of its kind has not: price/,
+		],
 		["an age out of range", [header(1, 1, 1), category(C1), author(A1), game(G1, C1, A1, { age: 100 })], 4, /less than or equal to 99/],
 		[
 			"a duplicate id",
@@ -153,3 +159,33 @@ describe("exportCatalogue: consistent while writes go on", () => {
 		expect(summary.leftOut).toBe(1);
 	});
 });
+
+describe("importFile: a batch refused is sent again a record at a time", () => {
+	test("only the records refused are left out, each reported with its line; the others are imported", async () => {
+		const lines = [header(1, 1, 3), category(C1), author(A1), game(G1, C1, A1), game(G2, C2, A1), game(G3, C1, A1)];
+		const sent: string[][] = [];
+		const call: Caller = async <T>(action: string, params: object) => {
+			const { records } = params as { records: { id: string; category?: string }[] };
+			sent.push(records.map(record => record.id));
+			// C2 was deleted after the file was checked.
+			if (records.some(record => record.category === C2)) throw Object.assign(new Error(texts.categoryNotFound), { code: 400 });
+			return { created: records.length, unchanged: 0, updated: 0 } as T;
+		};
+		const summary = await importFile({ file: "f", lines: () => toLines(lines), call, batch: 10 }, 5);
+		expect(summary).toEqual({ read: 5, created: 4, unchanged: 0, updated: 0, refused: [{ line: 5, reason: texts.categoryNotFound }] });
+		expect(sent).toEqual([[C1], [A1], [G1, G2, G3], [G1], [G2], [G3]]);
+	});
+
+	test("a failure that is not a refusal (the service unreachable) stops the import", async () => {
+		const call: Caller = () =>
+			Promise.reject(Object.assign(new Error("Service 'games.importRecords' is not available."), { code: 503 }));
+		const lines = [header(0, 0, 0)];
+		await expect(importFile({ file: "f", lines: () => toLines([...lines, category(C1)]), call, batch: 10 }, 1)).rejects.toThrow(
+			/not available/,
+		);
+	});
+});
+
+async function* toLines(lines: string[]) {
+	yield* lines;
+}

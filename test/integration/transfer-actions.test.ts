@@ -1,0 +1,109 @@
+import { newId } from "../../lib/catalogue/ids";
+import { texts } from "../../lib/catalogue/errors";
+import { reasonOf } from "../../lib/transfer/import";
+import { startCatalogue, type Catalogue } from "../support/catalogue";
+
+/** The internal actions of export and import (mixins/transfer.mixin.ts), each service on its own broker over NATS. */
+let catalogue: Catalogue;
+beforeAll(async () => {
+	catalogue = await startCatalogue({ topology: "nats" });
+}, 60_000);
+afterAll(() => catalogue?.stop());
+
+const call = <T = unknown>(action: string, params: object) => catalogue.broker.call<T, object>(action, params);
+
+describe("importRecords: records stored with their ids through the services' rules", () => {
+	test("absent: created with its id; the same again: unchanged; other fields: updated through update", async () => {
+		const id = newId();
+		expect(await call("categories.importRecords", { records: [{ id, name: " Eurogames " }] })).toEqual({
+			created: 1,
+			unchanged: 0,
+			updated: 0,
+		});
+		expect(await call("categories.importRecords", { records: [{ id, name: "Eurogames" }] })).toEqual({
+			created: 0,
+			unchanged: 1,
+			updated: 0,
+		});
+		expect(await call("categories.importRecords", { records: [{ id, name: "Party" }] })).toEqual({
+			created: 0,
+			unchanged: 0,
+			updated: 1,
+		});
+		expect((await catalogue.api.get(`/category`)).body).toContainEqual({ id, name: "Party" });
+	});
+
+	test("games: listed with their category and author once imported; a batch with a reference missing is refused whole and leaves no game, not even a draft", async () => {
+		const [category, author] = [newId(), newId()];
+		await call("categories.importRecords", { records: [{ id: category, name: "Abstract" }] });
+		await call("authors.importRecords", { records: [{ id: author, name: "Kris Burm", nationality: "Belgian" }] });
+		const game = (id: string, c = category) => ({ id, title: `Gipf ${id}`, age: 9, category: c, author });
+		const [good, bad] = [newId(), newId()];
+
+		await expect(call("games.importRecords", { records: [game(good), game(bad, newId())] })).rejects.toMatchObject({
+			message: texts.categoryNotFound,
+			code: 400,
+		});
+		expect(await call("games.exportPage", { ids: [good, bad] })).toEqual([]);
+		expect(await call("games.countBy", { category })).toBe(0);
+
+		expect(await call("games.importRecords", { records: [game(good)] })).toEqual({ created: 1, unchanged: 0, updated: 0 });
+		const listed = (await catalogue.api.get("/game")).body as { id: string }[];
+		expect(listed.find(each => each.id === good)).toEqual({
+			id: good,
+			title: `Gipf ${good}`,
+			age: 9,
+			category: { id: category, name: "Abstract" },
+			author: { id: author, name: "Kris Burm", nationality: "Belgian" },
+		});
+		// The category it refers to cannot be deleted now.
+		expect((await catalogue.api.delete(`/category/${category}`)).body).toEqual({ msg: texts.categoryHasGames });
+	});
+
+	test.each([
+		[
+			"an id named twice",
+			(id: string) => [
+				{ id, name: "A" },
+				{ id, name: "B" },
+			],
+			texts.importedTwice,
+		],
+		["an id the catalogue does not issue", () => [{ id: "42", name: "A" }], "'id' is not an id the catalogue issues"],
+		[
+			"a name too long",
+			(id: string) => [{ id, name: "x".repeat(101) }],
+			"The 'records[0].name' field length must be less than or equal to 100 characters long.",
+		],
+	])("refused, storing nothing: %s", async (_name, records, message) => {
+		const id = newId();
+		const refused = await call("categories.importRecords", { records: records(id) }).then(
+			() => "stored",
+			(err: unknown) => reasonOf(err),
+		);
+		expect(refused).toContain(message);
+		expect(await call("categories.exportPage", { ids: [id] })).toEqual([]);
+	});
+
+	test("internal: not on HTTP", async () => {
+		for (const path of ["/categories/importRecords", "/api/categories/importRecords", "/categories/exportPage"])
+			expect((await catalogue.api.post(path, { records: [] })).status).toBe(404);
+	});
+});
+
+describe("exportPage: records in id order, a page at a time", () => {
+	test("after an id, up to a limit; or those of some ids that exist", async () => {
+		const ids = [newId(), newId(), newId()];
+		await call("authors.importRecords", { records: ids.map(id => ({ id, name: `Author ${id}`, nationality: "Dutch" })) });
+		const page = await call<{ id: string }[]>("authors.exportPage", { after: ids[0], limit: 1 });
+		expect(page).toEqual([{ id: ids[1], name: `Author ${ids[1]}`, nationality: "Dutch" }]);
+		expect((await call<{ id: string }[]>("authors.exportPage", { ids: [ids[2], newId()] })).map(author => author.id)).toEqual([ids[2]]);
+	});
+
+	test("referable takes a batch of ids, and refuses it when one does not exist", async () => {
+		const id = newId();
+		await call("categories.importRecords", { records: [{ id, name: "Family" }] });
+		expect(await call("categories.referable", { id: [id] })).toBe(true);
+		await expect(call("categories.referable", { id: [id, newId()] })).rejects.toMatchObject({ message: texts.categoryNotFound });
+	});
+});
