@@ -145,7 +145,7 @@ export async function importFile(options: ImportOptions, total: number): Promise
 export function reasonOf(err: unknown): string {
 	const { message, data } = err as { message: string; data?: unknown };
 	if (!Array.isArray(data)) return message;
-	return data.map(item => String((item as { message?: unknown }).message ?? JSON.stringify(item))).join("; ");
+	return data.map(item => (item as { message?: string }).message ?? JSON.stringify(item)).join("; ");
 }
 
 /** A service's refusal of the records (a 4xx), as opposed to a failure to reach it or to store. */
