@@ -1,5 +1,5 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { duplicateInBatch } from "../lib/catalogue/errors";
+import { duplicateInBatch, storedMeanwhile } from "../lib/catalogue/errors";
 import { RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
 import type { ImportTally } from "../lib/transfer/import";
 import type { CatalogueSchema, Row } from "./db.mixin";
@@ -11,6 +11,12 @@ export interface TransferOptions {
 	/** The params of the service's own `update` action for a record of the file. */
 	asUpdate?: (record: StoredRecord) => Record<string, unknown>;
 }
+
+/** NeDB's and MongoDB's refusal of a second record with an `_id` already stored. */
+const isDuplicateId = (err: unknown) => {
+	const { errorType, code } = err as { errorType?: string; code?: number };
+	return errorType === "uniqueViolated" || code === 11000;
+};
 
 interface TransferMethods {
 	/** Stores the records, absent until now, with their ids; throws, storing none, when one is refused. */
@@ -44,7 +50,8 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 			},
 
 			// { created, unchanged, updated }: each record absent is created with its id, one present with
-			// other fields is updated through the service's `update`; 400 when one is refused.
+			// other fields is updated through the service's `update`; 400 when one is refused, or when
+			// another writer stored one of the ids meanwhile (sent again, a record at a time, it is present).
 			importRecords: {
 				visibility: "public",
 				params: {
@@ -68,7 +75,10 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 						const present = stored.get(record.id);
 						return present && fields.some(field => present[field] !== record[field]);
 					});
-					if (absent.length > 0) await this.createImported(ctx, absent);
+					if (absent.length > 0)
+						await this.createImported(ctx, absent).catch((err: unknown) => {
+							throw isDuplicateId(err) ? storedMeanwhile() : err;
+						});
 					for (const record of changed) await ctx.call(`${this.name}.update`, asUpdate(record));
 					return { created: absent.length, unchanged: records.length - absent.length - changed.length, updated: changed.length };
 				},

@@ -45,6 +45,7 @@ export const texts = {
 	writesRefused: "The store cannot store writes",
 	internal: "Internal server error",
 	importedTwice: "A batch of imported records names one id twice",
+	importedMeanwhile: "A record with an id of the batch was stored meanwhile",
 } as const;
 
 export type ErrorText = (typeof texts)[keyof typeof texts];
@@ -75,6 +76,8 @@ export const inUse = (text: ErrorText) => new CatalogueError(text, "IN_USE");
 export const storageFailure = (text: ErrorText) => new CatalogueError(text, STORAGE_FAILURE);
 /** An import batch (mixins/transfer.mixin.ts) that names `id` twice: which one to keep is not the service's guess. */
 export const duplicateInBatch = (id: string) => new CatalogueError(texts.importedTwice, "DUPLICATE_ID", { id });
+/** An import batch with an id that another writer (an import at the same time) stored between the batch's look-up and its insert. */
+export const storedMeanwhile = () => new CatalogueError(texts.importedMeanwhile, "STORED_MEANWHILE");
 
 export interface FailureTexts {
 	/** The error an unknown id becomes. */

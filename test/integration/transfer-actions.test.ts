@@ -107,3 +107,24 @@ describe("exportPage: records in id order, a page at a time", () => {
 		await expect(call("categories.referable", { id: [id, newId()] })).rejects.toMatchObject({ message: texts.categoryNotFound });
 	});
 });
+
+describe("two imports of the same records at once", () => {
+	test("each record is stored once: the batch that loses the race is refused as stored meanwhile, and sent again it finds them present", async () => {
+		const records = Array.from({ length: 50 }, (_, i) => ({ id: newId(), name: `Twice ${i}` }));
+		const outcomes = await Promise.allSettled([
+			call("categories.importRecords", { records }),
+			call("categories.importRecords", { records }),
+		]);
+		for (const outcome of outcomes)
+			if (outcome.status === "rejected") expect(reasonOf(outcome.reason)).toBe(texts.importedMeanwhile);
+			else
+				expect([
+					{ created: 50, unchanged: 0, updated: 0 },
+					{ created: 0, unchanged: 50, updated: 0 },
+				]).toContainEqual(outcome.value);
+		expect(outcomes.some(outcome => outcome.status === "fulfilled")).toBe(true);
+		expect(await call("categories.importRecords", { records })).toEqual({ created: 0, unchanged: 50, updated: 0 });
+		const listed = (await catalogue.api.get("/category")).body as { id: string }[];
+		expect(listed.filter(category => records.some(record => record.id === category.id))).toHaveLength(50);
+	});
+});

@@ -46,7 +46,10 @@ test(`importing and exporting 100,000 games through the cluster, each process wi
 	expect(recordsOf(exported)).toBe(recordsOf(file));
 
 	const mb = (run: { peakMb: number }) => `${run.peakMb.toFixed(0)} MB`;
-	console.log(`transfer-memory: peak resident memory: empty export ${mb(empty)}, import ${mb(imported)}, export ${mb(exportRun)}`);
+	const said = (run: { output: string }) => /(Read|Exported) .*/.exec(run.output)?.[0];
+	console.log(
+		`transfer-memory: peak resident memory: empty export ${mb(empty)}, import ${mb(imported)}, export ${mb(exportRun)}\n${said(imported)}\n${said(exportRun)}`,
+	);
 	expect(empty.peakMb).toBeGreaterThan(0);
 	expect(imported.peakMb - empty.peakMb).toBeLessThan(ABOVE_BASELINE_MB);
 	expect(exportRun.peakMb - empty.peakMb).toBeLessThan(ABOVE_BASELINE_MB);

@@ -164,7 +164,7 @@ describe("importFile: a batch refused is sent again a record at a time", () => {
 	test("only the records refused are left out, each reported with its line; the others are imported", async () => {
 		const lines = [header(1, 1, 3), category(C1), author(A1), game(G1, C1, A1), game(G2, C2, A1), game(G3, C1, A1)];
 		const sent: string[][] = [];
-		const call: Caller = async <T>(action: string, params: object) => {
+		const call: Caller = async <T>(_action: string, params: object) => {
 			const { records } = params as { records: { id: string; category?: string }[] };
 			sent.push(records.map(record => record.id));
 			// C2 was deleted after the file was checked.
