@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { duplicateInBatch, storedMeanwhile } from "../lib/catalogue/errors";
-import { RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
+import { EXPORT_PAGE, RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
 import type { ImportTally } from "../lib/transfer/import";
 import type { CatalogueSchema, Row } from "./db.mixin";
 
@@ -40,10 +40,10 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 					$$strict: "remove",
 					after: { type: "string", optional: true, max: 26 },
 					ids: { type: "array", items: "string", optional: true, max: TRANSFER_BATCH },
-					limit: { type: "number", integer: true, min: 1, max: TRANSFER_BATCH, optional: true },
+					limit: { type: "number", integer: true, min: 1, max: EXPORT_PAGE, optional: true },
 				},
 				handler(ctx: Context<{ after?: string; ids?: string[]; limit?: number }>): Promise<Row[]> {
-					const { after, ids, limit = TRANSFER_BATCH } = ctx.params;
+					const { after, ids, limit = EXPORT_PAGE } = ctx.params;
 					const position = ids ? { _id: { $in: ids } } : after ? { _id: { $gt: after } } : {};
 					return this._find(ctx, { query: { ...visible, ...position }, sort: ["_id"], ...(ids ? {} : { limit }) });
 				},

@@ -7,7 +7,7 @@ import type { Writable } from "node:stream";
 import type { ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { exportCatalogue, type ExportSummary } from "../lib/transfer/export";
-import { TRANSFER_BATCH } from "../lib/transfer/format";
+import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/import";
 import { startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
@@ -45,7 +45,7 @@ async function exportTo(broker: ServiceBroker, target: string): Promise<void> {
 	);
 	const spoolDir = await mkdtemp(path.join(tmpdir(), "catalogue-export-"));
 	try {
-		const options = { call, batch: TRANSFER_BATCH, spoolDir, progress: (done: number) => bar.update(done) };
+		const options = { call, page: EXPORT_PAGE, spoolDir, progress: (done: number) => bar.update(done) };
 		const run = (out: Writable) => exportCatalogue(options, out);
 		const summary = target === "-" ? await run(process.stdout) : await exportToFile(target, run);
 		bar.stop();

@@ -13,7 +13,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import type { Writable } from "node:stream";
 import type { Counts, Kind, StoredRecord } from "./format";
-import { headerLine, KINDS, recordLine } from "./format";
+import { headerLine, KINDS, recordLine, TRANSFER_BATCH } from "./format";
 import type { Caller } from "./import";
 
 /** Rounds of reading again the games written meanwhile before one still changing is left out. */
@@ -22,7 +22,7 @@ const ROUNDS = 5;
 export interface ExportOptions {
 	call: Caller;
 	/** Records per page. */
-	batch: number;
+	page: number;
 	/** A folder of the export's own for its spool files, removed by the caller. */
 	spoolDir: string;
 	/** Told the number of records read so far. */
@@ -65,7 +65,7 @@ class Spool {
 const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
 
 /** Writes the catalogue to `out` as an export file; answers its counts. */
-export async function exportCatalogue({ call, batch, spoolDir, progress }: ExportOptions, out: Writable): Promise<ExportSummary> {
+export async function exportCatalogue({ call, page: pageSize, spoolDir, progress }: ExportOptions, out: Writable): Promise<ExportSummary> {
 	let read = 0;
 	const spools = new Map<Kind, Spool>(KINDS.map(({ kind, service }) => [kind, new Spool(path.join(spoolDir, `${service}.jsonl`))]));
 	/** The ids of the categories and authors in the file. */
@@ -78,7 +78,7 @@ export async function exportCatalogue({ call, batch, spoolDir, progress }: Expor
 	for (const { kind, service } of KINDS) {
 		let after: string | undefined;
 		for (;;) {
-			const page = await call<StoredRecord[]>(`${service}.exportPage`, { limit: batch, ...(after && { after }) });
+			const page = await call<StoredRecord[]>(`${service}.exportPage`, { limit: pageSize, ...(after && { after }) });
 			for (const record of page) {
 				if (kind === "game" && !refersInFile(record)) late.push(record);
 				else {
@@ -88,7 +88,7 @@ export async function exportCatalogue({ call, batch, spoolDir, progress }: Expor
 			}
 			read += page.length;
 			progress?.(read);
-			if (page.length < batch) break;
+			if (page.length < pageSize) break;
 			after = page[page.length - 1].id;
 		}
 		await spools.get(kind)!.close();
@@ -97,7 +97,7 @@ export async function exportCatalogue({ call, batch, spoolDir, progress }: Expor
 	for (let round = 1; late.length > 0; round++) {
 		for (const kind of ["category", "author"] as const) {
 			const missing = [...new Set(late.map(game => game[kind] as string).filter(id => !inFile[kind].has(id)))];
-			for (const record of await readAgain(call, serviceOf(kind), missing, batch)) {
+			for (const record of await readAgain(call, serviceOf(kind), missing)) {
 				inFile[kind].add(record.id);
 				again.get(kind)!.set(record.id, record);
 			}
@@ -109,7 +109,6 @@ export async function exportCatalogue({ call, batch, spoolDir, progress }: Expor
 			call,
 			"games",
 			late.map(game => game.id),
-			batch,
 		);
 	}
 
@@ -122,11 +121,11 @@ export async function exportCatalogue({ call, batch, spoolDir, progress }: Expor
 	return { counts, readAgain: readAgainCount, leftOut: late.length };
 }
 
-/** Those of the records `ids` names that `service` holds now. */
-async function readAgain(call: Caller, service: string, ids: string[], batch: number): Promise<StoredRecord[]> {
+/** Those of the records `ids` names that `service` holds now, asked a batch of ids at a time. */
+async function readAgain(call: Caller, service: string, ids: string[]): Promise<StoredRecord[]> {
 	const found: StoredRecord[] = [];
-	for (let from = 0; from < ids.length; from += batch)
-		found.push(...(await call<StoredRecord[]>(`${service}.exportPage`, { ids: ids.slice(from, from + batch) })));
+	for (let from = 0; from < ids.length; from += TRANSFER_BATCH)
+		found.push(...(await call<StoredRecord[]>(`${service}.exportPage`, { ids: ids.slice(from, from + TRANSFER_BATCH) })));
 	return found;
 }
 

@@ -225,6 +225,25 @@ describe("interrupted and concurrent runs", () => {
 		expect(recordsOf(after)).toBe(recordsOf(file));
 	}, 120_000);
 
+	test("kill -9 in the middle of an export leaves the file asked for as it was; the next export replaces it whole", async () => {
+		const data = path.join(dir, "export-killed");
+		const file = path.join(dir, "100k-export.jsonl");
+		await writeSyntheticExport(file, { categories: 10, authors: 100, games: 100_000 });
+		expect((await runTool("import", [file], { env: embedded(data) })).code).toBe(0);
+		const target = path.join(dir, "previous.jsonl");
+		writeFileSync(target, "the previous export\n");
+		let pid = 0;
+		const killed = runTool("export", [target], { env: embedded(data), started: started => (pid = started) });
+		await waitFor("the export has begun its file", async () => existsSync(`${target}.partial-${pid}`), [], 60_000);
+		process.kill(pid, "SIGKILL");
+		expect((await killed).signal).toBe("SIGKILL");
+		expect(readFileSync(target, "utf8")).toBe("the previous export\n");
+
+		const again = await runTool("export", [target], { env: embedded(data) });
+		expect(again.code).toBe(0);
+		expect(recordsOf(target)).toBe(recordsOf(file));
+	}, 120_000);
+
 	test("import and export refuse the data files of a catalogue running on them, saying which process holds them", async () => {
 		let running: RunningCatalogue | undefined;
 		try {

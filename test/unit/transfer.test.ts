@@ -105,7 +105,7 @@ describe("exportCatalogue: consistent while writes go on", () => {
 		const out = new PassThrough();
 		let text = "";
 		out.on("data", chunk => (text += chunk));
-		const summary = await exportCatalogue({ call, batch: 2, spoolDir }, out);
+		const summary = await exportCatalogue({ call, page: 2, spoolDir }, out);
 		return {
 			summary,
 			lines: text
