@@ -62,7 +62,7 @@ export class CatalogueError extends Errors.MoleculerClientError {
 	}
 }
 
-const STORAGE_FAILURE = "STORAGE_FAILURE";
+export const STORAGE_FAILURE = "STORAGE_FAILURE";
 
 /** The type of `writesRefused`, which readiness tells apart from a store that does not answer. */
 export const WRITES_REFUSED = "WRITES_REFUSED";

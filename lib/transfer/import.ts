@@ -5,6 +5,7 @@
  * rules. A batch refused (a reference deleted since the check) is sent again a record at a time,
  * so only the refused records are left out, each reported with its line.
  */
+import { isUnreachable, STORAGE_FAILURE } from "../catalogue/errors";
 import { FileCheck, type OutsideReference, type Problem } from "./check";
 import { KINDS, type Kind, type StoredRecord } from "./format";
 
@@ -148,8 +149,12 @@ export function reasonOf(err: unknown): string {
 	return data.map(item => (item as { message?: string }).message ?? JSON.stringify(item)).join("; ");
 }
 
-/** A service's refusal of the records (a 4xx), as opposed to a failure to reach it or to store. */
+/**
+ * A service's refusal of the records (its validation, or a rule such as a reference that does not
+ * exist), as opposed to a failure to reach it (moleculer's 404 and 429 among them) or to store.
+ */
 function isRefusal(err: unknown): boolean {
-	const code = (err as { code?: unknown }).code;
-	return typeof code === "number" && code >= 400 && code < 500;
+	const { name, type, code } = err as { name?: string; type?: string; code?: number };
+	if (isUnreachable(name) || type === STORAGE_FAILURE) return false;
+	return (name === "MoleculerClientError" || name === "ValidationError") && typeof code === "number" && code >= 400 && code < 500;
 }

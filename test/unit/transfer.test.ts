@@ -7,7 +7,8 @@ import { FileCheck } from "../../lib/transfer/check";
 import { exportCatalogue } from "../../lib/transfer/export";
 import { headerLine, type StoredRecord } from "../../lib/transfer/format";
 import { importFile, type Caller } from "../../lib/transfer/import";
-import { texts } from "../../lib/catalogue/errors";
+import { Errors } from "moleculer";
+import { CatalogueError, storageFailure, texts } from "../../lib/catalogue/errors";
 
 const [C1, C2, C3] = [newId(), newId(), newId()];
 const [A1, A2] = [newId(), newId()];
@@ -168,7 +169,7 @@ describe("importFile: a batch refused is sent again a record at a time", () => {
 			const { records } = params as { records: { id: string; category?: string }[] };
 			sent.push(records.map(record => record.id));
 			// C2 was deleted after the file was checked.
-			if (records.some(record => record.category === C2)) throw Object.assign(new Error(texts.categoryNotFound), { code: 400 });
+			if (records.some(record => record.category === C2)) throw new CatalogueError(texts.categoryNotFound, "NOT_FOUND");
 			return { created: records.length, unchanged: 0, updated: 0 } as T;
 		};
 		const summary = await importFile({ file: "f", lines: () => toLines(lines), call, batch: 10 }, 5);
@@ -176,13 +177,20 @@ describe("importFile: a batch refused is sent again a record at a time", () => {
 		expect(sent).toEqual([[C1], [A1], [G1, G2, G3], [G1], [G2], [G3]]);
 	});
 
-	test("a failure that is not a refusal (the service unreachable) stops the import", async () => {
-		const call: Caller = () =>
-			Promise.reject(Object.assign(new Error("Service 'games.importRecords' is not available."), { code: 503 }));
-		const lines = [header(0, 0, 0)];
-		await expect(importFile({ file: "f", lines: () => toLines([...lines, category(C1)]), call, batch: 10 }, 1)).rejects.toThrow(
-			/not available/,
-		);
+	test.each([
+		["the service not available", new Errors.ServiceNotAvailableError({ action: "categories.importRecords", nodeID: "n" })],
+		["the service unknown", new Errors.ServiceNotFoundError({ action: "categories.importRecords" })],
+		["its queue full", new Errors.QueueIsFullError({ action: "categories.importRecords", nodeID: "n", size: 128, limit: 128 })],
+		["its store failing", storageFailure(texts.updateCategory)],
+	])("a failure that is no refusal (%s) stops the import, no record reported as refused", async (_name, failure) => {
+		const sent: unknown[] = [];
+		const call: Caller = (_action, params) => {
+			sent.push(params);
+			return Promise.reject(failure);
+		};
+		const lines = () => toLines([header(2, 0, 0), category(C1), category(C2)]);
+		await expect(importFile({ file: "f", lines, call, batch: 10 }, 2)).rejects.toBe(failure);
+		expect(sent).toHaveLength(1);
 	});
 });
 
