@@ -76,8 +76,11 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 						return present && fields.some(field => present[field] !== record[field]);
 					});
 					if (absent.length > 0)
-						await this.createImported(ctx, absent).catch((err: unknown) => {
-							throw isDuplicateId(err) ? storedMeanwhile() : err;
+						await this.createImported(ctx, absent).catch(async (err: unknown) => {
+							if (!isDuplicateId(err)) throw err;
+							// MongoDB keeps what it inserted before the duplicate: the cache moves on for those.
+							await this.entityChanged("created", absent[0], ctx);
+							throw storedMeanwhile();
 						});
 					for (const record of changed) await ctx.call(`${this.name}.update`, asUpdate(record));
 					return { created: absent.length, unchanged: records.length - absent.length - changed.length, updated: changed.length };

@@ -11,6 +11,7 @@ import { effectivePage, GAME_SORT, listParams, pageableRule, pageSlice, sortKeys
 import { filter, idOf, referenceTo, text, wholeNumber } from "../lib/catalogue/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
+import { importedGames } from "../mixins/imported-games.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { StoredRecord } from "../lib/transfer/format";
 import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
@@ -57,7 +58,6 @@ type BatchReferences = { category: string[]; author: string[] };
 
 interface GamesMethods {
 	checkReferences(ctx: Context, references: References | BatchReferences): Promise<void>;
-	createImported(ctx: Context, records: StoredRecord[]): Promise<void>;
 	searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]>;
 	withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]>;
 }
@@ -81,6 +81,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				countBy: texts.countGames,
 			},
 		}),
+		// Before transferable: its createImported replaces the plain insert.
+		importedGames,
 		transferable({ kind: "game", visible: published, asUpdate: asGameUpdate }),
 	],
 	settings: {
@@ -236,29 +238,6 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		/** The games as listed: category and author as full records, each asked for in one batched call. */
 		async withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]> {
 			return (await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)) as ListedGame[];
-		},
-
-		/**
-		 * Stores imported games with their ids as `create` stores one: hidden drafts until their
-		 * categories and authors are checked, once for the whole batch. Throws, leaving none of the
-		 * batch's drafts, when a reference is missing.
-		 */
-		async createImported(ctx: Context, records: StoredRecord[]): Promise<void> {
-			const drafts = records.map(({ id, ...game }) => ({ ...(game as Omit<Game, "id">), _id: id, draft: Date.now() }));
-			const batch = { _id: { $in: drafts.map(draft => draft._id) }, draft: { $exists: true } };
-			await this.adapter.insertMany(drafts);
-			try {
-				await this.checkReferences(ctx, {
-					category: uniq(drafts.map(game => game.category)),
-					author: uniq(drafts.map(game => game.author)),
-				});
-				const shown = await this.adapter.updateMany(batch, { $unset: { draft: true } });
-				if (shown < drafts.length) throw new Error(`${drafts.length - shown} imported draft games outlived their lease`);
-			} catch (err) {
-				await this.adapter.removeMany(batch);
-				throw err;
-			}
-			await this.entityChanged("created", await this.transformDocuments(ctx, {}, drafts[0]), ctx);
 		},
 
 		/** Resolves when the category and the author (or each of several) exist and are not being deleted. */

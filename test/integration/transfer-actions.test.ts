@@ -1,7 +1,9 @@
 import { newId } from "../../lib/catalogue/ids";
 import { texts } from "../../lib/catalogue/errors";
 import { reasonOf } from "../../lib/transfer/import";
-import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { config } from "../../lib/config/config";
+import type { Store } from "../../mixins/db.mixin";
+import { localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
 /** The internal actions of export and import (mixins/transfer.mixin.ts), each service on its own broker over NATS. */
 let catalogue: Catalogue;
@@ -126,5 +128,45 @@ describe("two imports of the same records at once", () => {
 		expect(await call("categories.importRecords", { records })).toEqual({ created: 0, unchanged: 50, updated: 0 });
 		const listed = (await catalogue.api.get("/category")).body as { id: string }[];
 		expect(listed.filter(category => records.some(record => record.id === category.id))).toHaveLength(50);
+	});
+});
+
+describe("imported games' drafts", () => {
+	const lease = config.claimLeaseMs;
+	async function categoryAndAuthor() {
+		const [category, author] = [newId(), newId()];
+		await call("categories.importRecords", { records: [{ id: category, name: "Drafts" }] });
+		await call("authors.importRecords", { records: [{ id: author, name: "Draft author", nationality: "Danish" }] });
+		return { category, author };
+	}
+
+	test("a draft an import left when its node was killed (older than the lease) is replaced; a newer one is another import's in flight: refused as stored meanwhile", async () => {
+		const { category, author } = await categoryAndAuthor();
+		const games = localService<Store>(catalogue, "games").adapter;
+		const [left, inFlight] = [newId(), newId()];
+		const draft = (id: string, at: number) => ({ _id: id, title: "Left", age: 1, category, author, draft: at, importing: "another" });
+		await games.insert(draft(left, Date.now() - lease - 1000));
+		await games.insert(draft(inFlight, Date.now()));
+		const game = (id: string) => ({ id, title: `Imported ${id}`, age: 3, category, author });
+
+		expect(await call("games.importRecords", { records: [game(left)] })).toEqual({ created: 1, unchanged: 0, updated: 0 });
+		expect(await call("games.exportPage", { ids: [left] })).toEqual([game(left)]);
+		const refused = await call("games.importRecords", { records: [game(inFlight)] }).then(
+			() => "stored",
+			(err: unknown) => reasonOf(err),
+		);
+		expect(refused).toBe(texts.importedMeanwhile);
+		// The other import's draft is untouched.
+		expect(await games.findOne({ _id: inFlight })).toMatchObject({ title: "Left", importing: "another" });
+	});
+
+	test("two imports of the same games at once: each game stored once, published, with its references", async () => {
+		const { category, author } = await categoryAndAuthor();
+		const records = Array.from({ length: 40 }, (_, i) => ({ id: newId(), title: `Race ${i}`, age: 5, category, author }));
+		const outcomes = await Promise.allSettled([call("games.importRecords", { records }), call("games.importRecords", { records })]);
+		for (const outcome of outcomes) if (outcome.status === "rejected") expect(reasonOf(outcome.reason)).toBe(texts.importedMeanwhile);
+		expect(await call("games.importRecords", { records })).toEqual({ created: 0, unchanged: 40, updated: 0 });
+		expect(await call("games.exportPage", { ids: records.map(record => record.id) })).toEqual(records);
+		expect(await call("games.countBy", { category })).toBe(40);
 	});
 });
