@@ -5,9 +5,10 @@
  * lock is `<file>.lock`, naming its holder by process id and start time: a holder killed with
  * kill -9 leaves the file behind, and it is taken over once no living process matches it (the
  * same pid reused by another process, a container's health check say, has another start time).
- * Brokers of one process share their locks (the tests run several).
+ * Brokers of one process share their locks (the tests run several). The processes it sees are
+ * those of its machine or container: two containers on one data volume are not kept apart.
  */
-import { mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 const held = new Map<string, number>();
@@ -62,6 +63,24 @@ const inUseText = (file: string, text: string) =>
 	"that no longer runs is taken over by itself.";
 
 /**
+ * Makes the lock holding `text`, whole or not at all: written to a file of this process's own,
+ * then linked under the lock's name, which fails when the name is taken. Answers false then.
+ */
+function create(lock: string, text: string): boolean {
+	const own = `${lock}.${process.pid}.new`;
+	writeFileSync(own, text);
+	try {
+		linkSync(own, lock);
+		return true;
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+		throw err;
+	} finally {
+		unlinkSync(own);
+	}
+}
+
+/**
  * Removes a lock left by a process that is gone (or by this one, before a restart in place). It is
  * first renamed aside, atomically: when another process took it over meanwhile, what was renamed
  * is that process's lock, which is put back, and this one refuses.
@@ -93,12 +112,7 @@ export function lockDataFile(file: string): () => void {
 		// Before NeDB makes the data folder on a first start.
 		mkdirSync(path.dirname(file), { recursive: true });
 		for (let attempt = 0; ; attempt++) {
-			try {
-				writeFileSync(lock, mine, { flag: "wx" });
-				break;
-			} catch (err) {
-				if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-			}
+			if (create(lock, mine)) break;
 			const text = lockText(lock);
 			if (text !== undefined && text !== mine && living(text)) throw new DataFileInUse(file, text);
 			if (attempt > 0) throw new DataFileInUse(file, text ?? "?");

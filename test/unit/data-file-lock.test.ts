@@ -58,6 +58,27 @@ describe("one process at a time per data file (lib/storage/data-file-lock.ts)", 
 		release();
 	});
 
+	test("processes racing for a lock left by a process that is gone: exactly one takes it", async () => {
+		const built = path.join(__dirname, "../../dist/lib/storage/data-file-lock.js");
+		if (!existsSync(built)) throw new Error("dist/ is missing: run `npm run build` (npm test does it first)");
+		writeFileSync(`${file}.lock`, "999999999 1");
+		const racer = `const { lockDataFile } = require(${JSON.stringify(built)});
+			setTimeout(() => {
+				try { lockDataFile(${JSON.stringify(file)}); console.log("took it"); setTimeout(() => undefined, 1500); }
+				catch (err) { console.log(err.constructor.name); }
+			}, 300 - (Date.now() % 300));`;
+		const outcomes = await Promise.all(
+			Array.from({ length: 6 }, () => {
+				const child = spawn(process.execPath, ["-e", racer]);
+				let output = "";
+				child.stdout.on("data", chunk => (output += chunk));
+				return new Promise<string>(resolve => child.once("exit", () => resolve(output.trim())));
+			}),
+		);
+		expect(outcomes.filter(outcome => outcome === "took it")).toHaveLength(1);
+		expect(outcomes.filter(outcome => outcome !== "took it")).toEqual(Array(5).fill("DataFileInUse"));
+	});
+
 	test("a data folder that does not exist yet is made, as NeDB would make it", () => {
 		const nested = path.join(dir, "new", "games.db");
 		lockDataFile(nested)();
