@@ -2,7 +2,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import { duplicateInBatch, storedMeanwhile } from "../lib/catalogue/errors";
 import { EXPORT_PAGE, RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
 import type { ImportTally } from "../lib/transfer/import";
-import type { CatalogueSchema, Row } from "./db.mixin";
+import { readOnly, type CatalogueSchema, type Row } from "./db.mixin";
 
 export interface TransferOptions {
 	kind: Kind;
@@ -35,6 +35,7 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 		actions: {
 			// Up to `limit` records in id order after the id `after`, or those of `ids` that exist.
 			exportPage: {
+				...readOnly,
 				visibility: "public",
 				params: {
 					$$strict: "remove",

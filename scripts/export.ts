@@ -4,27 +4,37 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { once } from "node:events";
 import type { Writable } from "node:stream";
+import { finished } from "node:stream/promises";
 import type { ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
-import { exportCatalogue, type ExportSummary } from "../lib/transfer/export";
+import { exportCatalogue, guarded, type ExportSummary } from "../lib/transfer/export";
 import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/import";
 import { startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
-const USAGE = "usage: npm run export -- <file>   (or - for stdout)";
+const USAGE = "usage: npm run export -- <file>, or npm run -s export -- - for stdout (-s: without npm's own lines there)";
+
+/** Flushes a folder's entries to the disk: the rename of the export into it survives a power cut. */
+async function syncFolder(folder: string): Promise<void> {
+	const handle = await open(folder, "r");
+	await handle.sync().finally(() => handle.close());
+}
 
 /** Writes the export to `target` whole or not at all: to a file beside it, flushed to the disk, then renamed over it. */
 async function exportToFile(target: string, run: (out: Writable) => Promise<ExportSummary>): Promise<ExportSummary> {
 	const partial = `${target}.partial-${process.pid}`;
-	const out = createWriteStream(partial);
+	const out = guarded(createWriteStream(partial));
 	try {
+		// A folder that is not there, or not writable, fails here, before the catalogue is read.
+		await once(out, "open");
 		const summary = await run(out);
 		out.end();
-		await once(out, "close");
+		await finished(out);
 		const written = await open(partial, "r+");
 		await written.sync().finally(() => written.close());
 		await rename(partial, target);
+		await syncFolder(path.dirname(target));
 		return summary;
 	} catch (err) {
 		out.destroy();

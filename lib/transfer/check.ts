@@ -70,7 +70,8 @@ export class FileCheck {
 		if (this.problem) return undefined;
 		let value: unknown;
 		try {
-			value = JSON.parse(text);
+			// A byte order mark, which some editors put first, is not the file's JSON.
+			value = JSON.parse(line === 1 ? text.replace(/^\uFEFF/, "") : text);
 		} catch (err) {
 			return this.refuse(line, `not JSON: ${(err as Error).message}`);
 		}

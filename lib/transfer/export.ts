@@ -9,6 +9,7 @@
  */
 import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
 import { once } from "node:events";
+import { finished } from "node:stream/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import type { Writable } from "node:stream";
@@ -37,8 +38,21 @@ export interface ExportSummary {
 	leftOut: number;
 }
 
+const failures = new WeakMap<Writable, Error>();
+
+/**
+ * Keeps a stream's error (a full disk, a closed pipe) for its next write or its end: an `error`
+ * event nobody listens to would end the process with a stack trace and leave the spool behind.
+ */
+export function guarded<T extends Writable>(stream: T): T {
+	stream.on("error", err => failures.set(stream, err));
+	return stream;
+}
+
 /** Writes `text` to `out`, waiting while its buffer is full: memory stays bounded whatever the speed of the reader. */
 async function write(out: Writable, text: string): Promise<void> {
+	const failed = failures.get(out);
+	if (failed) throw failed;
 	if (!out.write(text)) await once(out, "drain");
 }
 
@@ -47,7 +61,7 @@ class Spool {
 	count = 0;
 	private readonly out: WriteStream;
 	constructor(readonly file: string) {
-		this.out = createWriteStream(file);
+		this.out = guarded(createWriteStream(file));
 	}
 	add(line: string): Promise<void> {
 		this.count++;
@@ -55,7 +69,7 @@ class Spool {
 	}
 	async close(): Promise<void> {
 		this.out.end();
-		await once(this.out, "close");
+		await finished(this.out);
 	}
 	lines(): AsyncIterable<string> {
 		return createInterface({ input: createReadStream(this.file), crlfDelay: Infinity });
@@ -66,6 +80,7 @@ const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
 
 /** Writes the catalogue to `out` as an export file; answers its counts. */
 export async function exportCatalogue({ call, page: pageSize, spoolDir, progress }: ExportOptions, out: Writable): Promise<ExportSummary> {
+	guarded(out);
 	let read = 0;
 	const spools = new Map<Kind, Spool>(KINDS.map(({ kind, service }) => [kind, new Spool(path.join(spoolDir, `${service}.jsonl`))]));
 	/** The ids of the categories and authors in the file. */

@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -5,7 +6,7 @@ import path from "node:path";
 import { newId } from "../../lib/catalogue/ids";
 import { FileCheck } from "../../lib/transfer/check";
 import { startCluster, type Cluster } from "../support/cluster";
-import { startProcess, waitFor, type RunningCatalogue } from "../support/process";
+import { root, startProcess, waitFor, type RunningCatalogue } from "../support/process";
 import { recordsOf, runTool, writeSyntheticExport } from "../support/transfer";
 
 const LISTS = ["/category", "/author", "/game"];
@@ -145,6 +146,22 @@ describe("npm run export and npm run import", () => {
 	}, 180_000);
 });
 
+test("`npm run -s export -- -` writes the export alone on stdout (npm's own lines left out), which imports whole", async () => {
+	const output = await new Promise<string>((resolve, reject) =>
+		execFile(
+			"npm",
+			["run", "-s", "export", "--", "-"],
+			{ cwd: root, env: { ...process.env, ...embedded(sourceDir) }, maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
+			(err, stdout, stderr) =>
+				err ? reject(new Error(`npm run -s export -- - failed: ${err.message}\n${stderr}`)) : resolve(stdout),
+		),
+	);
+	const piped = path.join(dir, "piped.jsonl");
+	writeFileSync(piped, output);
+	expect(recordsOf(piped)).toBe(recordsOf(sourceFile));
+	expect(await problemOf(piped)).toBeUndefined();
+}, 150_000);
+
 describe("a file refused before anything is written, naming its first bad line", () => {
 	const lines = () => readFileSync(sourceFile, "utf8").split("\n");
 	/** The source's lines with a new category first (line 2), which must not be written, and `change` applied. */
@@ -233,7 +250,8 @@ describe("interrupted and concurrent runs", () => {
 		const target = path.join(dir, "previous.jsonl");
 		writeFileSync(target, "the previous export\n");
 		let pid = 0;
-		const killed = runTool("export", [target], { env: embedded(data), started: started => (pid = started) });
+		// Its spool goes to the system's temporary folder: here, the test's own.
+		const killed = runTool("export", [target], { env: { ...embedded(data), TMPDIR: dir }, started: started => (pid = started) });
 		await waitFor("the export has begun its file", async () => existsSync(`${target}.partial-${pid}`), [], 60_000);
 		process.kill(pid, "SIGKILL");
 		expect((await killed).signal).toBe("SIGKILL");
