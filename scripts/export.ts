@@ -43,8 +43,11 @@ async function exportToFile(target: string, run: (out: Writable) => Promise<Expo
 	}
 }
 
-/** `npm run export -- <file>`: the whole catalogue as JSON Lines (decisions.md, "Export and import"). */
-async function exportTo(broker: ServiceBroker, target: string): Promise<void> {
+/** Records an import would refuse, listed at most. */
+const SHOWN = 20;
+
+/** `npm run export -- <file>`: the whole catalogue as JSON Lines (decisions.md, "Export and import"); false when an import would refuse some of it. */
+async function exportTo(broker: ServiceBroker, target: string): Promise<boolean> {
 	const call: Caller = (action, params) => broker.call(action, params);
 	const started = Date.now();
 	const counts = await Promise.all(DATA_SERVICE_NAMES.map(name => call<number>(`${name}.count`, {})));
@@ -66,6 +69,14 @@ async function exportTo(broker: ServiceBroker, target: string): Promise<void> {
 				(summary.leftOut > 0 ? `; ${summary.leftOut} games changing all along were left out` : "") +
 				".",
 		);
+		const { refusable } = summary;
+		if (refusable.length === 0) return true;
+		console.error(
+			`${refusable.length} of them an import would refuse, stored before a rule of today: correct them through the API (PUT) and export again.`,
+		);
+		for (const { kind, id, reason } of refusable.slice(0, SHOWN)) console.error(`  ${kind} ${id}: ${reason}`);
+		if (refusable.length > SHOWN) console.error(`  and ${refusable.length - SHOWN} more`);
+		return false;
 	} finally {
 		bar.stop();
 		await rm(spoolDir, { recursive: true, force: true });
@@ -83,7 +94,7 @@ async function main(): Promise<void> {
 	let broker: ServiceBroker | undefined;
 	try {
 		broker = await startMember("export");
-		await exportTo(broker, target);
+		if (!(await exportTo(broker, target))) process.exitCode = 1;
 	} catch (err) {
 		console.error(`Export failed: ${(err as Error).message}`);
 		process.exitCode = 1;

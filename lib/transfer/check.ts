@@ -40,6 +40,12 @@ const checkRecord = Object.fromEntries(KINDS.map(({ kind }) => [kind, validator.
 	ReturnType<typeof validator.compile>
 >;
 
+/** Why an import would refuse the record of this line, or undefined when it would take it (the export checks its own lines so). */
+export function lineRefused(line: string): Promise<string | undefined> {
+	const value = JSON.parse(line) as { kind: Kind };
+	return failed(checkRecord[value.kind], value);
+}
+
 const position = new Map<string, number>(KINDS.map(({ kind }, index) => [kind, index]));
 
 /** What fastest-validator said, or undefined when it passed. */

@@ -15,6 +15,7 @@ import { createInterface } from "node:readline";
 import type { Writable } from "node:stream";
 import type { Counts, Kind, StoredRecord } from "./format";
 import { headerLine, KINDS, recordLine, TRANSFER_BATCH } from "./format";
+import { lineRefused } from "./check";
 import type { Caller } from "./import";
 
 /** Rounds of reading again the games written meanwhile before one still changing is left out. */
@@ -36,6 +37,11 @@ export interface ExportSummary {
 	readAgain: number;
 	/** Games left out, still changing after as many rounds: written meanwhile, they may or may not be in an export. */
 	leftOut: number;
+	/**
+	 * Records written that an import would refuse (stored before a rule of today, such as a name
+	 * with a control character): each with why, to be corrected through the API and exported again.
+	 */
+	refusable: { kind: Kind; id: string; reason: string }[];
 }
 
 const failures = new WeakMap<Writable, Error>();
@@ -89,6 +95,14 @@ export async function exportCatalogue({ call, page: pageSize, spoolDir, progress
 	const again = new Map<Kind, Map<string, StoredRecord>>(KINDS.map(({ kind }) => [kind, new Map()]));
 	const refersInFile = (game: StoredRecord) => inFile.category.has(game.category as string) && inFile.author.has(game.author as string);
 	let late: StoredRecord[] = [];
+	const refusable: ExportSummary["refusable"] = [];
+	/** A record's line, after noting when an import would refuse it. */
+	const lineOf = async (kind: Kind, record: StoredRecord) => {
+		const line = recordLine(kind, record);
+		const reason = await lineRefused(line);
+		if (reason) refusable.push({ kind, id: record.id, reason });
+		return line;
+	};
 
 	for (const { kind, service } of KINDS) {
 		let after: string | undefined;
@@ -98,7 +112,7 @@ export async function exportCatalogue({ call, page: pageSize, spoolDir, progress
 				if (kind === "game" && !refersInFile(record)) late.push(record);
 				else {
 					if (kind !== "game") inFile[kind].add(record.id);
-					await spools.get(kind)!.add(recordLine(kind, record));
+					await spools.get(kind)!.add(await lineOf(kind, record));
 				}
 			}
 			read += page.length;
@@ -131,9 +145,10 @@ export async function exportCatalogue({ call, page: pageSize, spoolDir, progress
 		KINDS.map(({ kind, service }) => [service, spools.get(kind)!.count + again.get(kind)!.size]),
 	) as Counts;
 	await write(out, `${headerLine(counts, new Date())}\n`);
+	for (const [kind, records] of again) for (const record of records.values()) await lineOf(kind, record);
 	for (const { kind } of KINDS) await writeMerged(out, kind, spools.get(kind)!, again.get(kind)!);
 	const readAgainCount = [...again.values()].reduce((sum, records) => sum + records.size, 0);
-	return { counts, readAgain: readAgainCount, leftOut: late.length };
+	return { counts, readAgain: readAgainCount, leftOut: late.length, refusable };
 }
 
 /** Those of the records `ids` names that `service` holds now, asked a batch of ids at a time. */

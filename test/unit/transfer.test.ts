@@ -145,8 +145,22 @@ describe("exportCatalogue: consistent while writes go on", () => {
 			{ kind: "game", ...g(G3, C1) },
 		]);
 		expect(lines[0]).toMatchObject({ format: "game-catalogue", version: 1, counts: { categories: 2, authors: 1, games: 3 } });
-		expect(summary).toEqual({ counts: { categories: 2, authors: 1, games: 3 }, readAgain: 3, leftOut: 0 });
+		expect(summary).toEqual({ counts: { categories: 2, authors: 1, games: 3 }, readAgain: 3, leftOut: 0, refusable: [] });
 		expect(await problemOf(lines.map(line => JSON.stringify(line)))).toBeUndefined();
+	});
+
+	test("records an import would refuse (stored before a rule of today) are written, and named with why", async () => {
+		const records: Record<string, StoredRecord[]> = {
+			categories: [{ id: C1, name: "x".repeat(101) }],
+			authors: [{ id: A1, name: "Reiner\u0007Knizia", nationality: "German" }],
+			games: [{ id: G1, title: "Tigris", age: 12, category: C1, author: A1 }],
+		};
+		const { summary, lines } = await exported(fakeCatalogue(records, () => undefined));
+		expect(lines).toHaveLength(4);
+		expect(summary.refusable).toEqual([
+			{ kind: "category", id: C1, reason: expect.stringMatching(/'name' field length must be less than or equal to 100/) },
+			{ kind: "author", id: A1, reason: expect.stringMatching(/control characters/) },
+		]);
 	});
 
 	test("a game whose category keeps going away is left out, not written with a dangling reference", async () => {
