@@ -46,7 +46,7 @@ async function exportToFile(target: string, run: (out: Writable) => Promise<Expo
 /** Records an import would refuse, listed at most. */
 const SHOWN = 20;
 
-/** `npm run export -- <file>`: the whole catalogue as JSON Lines (decisions.md, "Export and import"); false when an import would refuse some of it. */
+/** `npm run export -- <file>`: the whole catalogue as JSON Lines (docs/contract.md, "Export and import"); false when an import would refuse some of it. */
 async function exportTo(broker: ServiceBroker, target: string): Promise<boolean> {
 	const call: Caller = (action, params) => broker.call(action, params);
 	const started = Date.now();

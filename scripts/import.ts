@@ -9,7 +9,7 @@ import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
 
-/** `npm run import -- <file>`: an export file loaded into the catalogue, ids kept (decisions.md, "Export and import"). */
+/** `npm run import -- <file>`: an export file loaded into the catalogue, ids kept (docs/contract.md, "Export and import"). */
 async function importFrom(broker: ServiceBroker, file: string): Promise<boolean> {
 	const call: Caller = (action, params) => broker.call(action, params);
 	const started = Date.now();

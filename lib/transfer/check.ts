@@ -1,5 +1,5 @@
 /**
- * The whole-file check of an import (decisions.md: a file with any invalid line is refused whole,
+ * The whole-file check of an import (docs/contract.md, "Export and import": a file with any invalid line is refused whole,
  * naming the first bad line and why, before anything is written). Fed the file's lines one at a
  * time, it keeps the ids seen (to find a duplicate, and the references a game may make to a record
  * of the file) and the references it could not resolve in the file, which the catalogue is then

@@ -1,5 +1,5 @@
 /**
- * The catalogue's export file (decisions.md, "Export and import"): JSON Lines, a header, then the
+ * The catalogue's export file (docs/contract.md, "Export and import"): JSON Lines, a header, then the
  * categories, the authors and the games, each kind ordered by id. The rules a record must pass
  * are the services' own (lib/catalogue/params.ts), so a file the import takes is one the services
  * take.
