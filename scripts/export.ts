@@ -7,19 +7,14 @@ import type { Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import type { ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+import { syncFolder } from "../lib/storage/backup-folder";
 import { exportCatalogue, guarded, type ExportSummary } from "../lib/transfer/export";
 import { EXPORT_PAGE } from "../lib/transfer/format";
-import type { Caller } from "../lib/transfer/import";
+import type { Caller } from "../lib/transfer/calls";
 import { startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run export -- <file>, or npm run -s export -- - for stdout (-s: without npm's own lines there)";
-
-/** Flushes a folder's entries to the disk: the rename of the export into it survives a power cut. */
-async function syncFolder(folder: string): Promise<void> {
-	const handle = await open(folder, "r");
-	await handle.sync().finally(() => handle.close());
-}
 
 /** Writes the export to `target` whole or not at all: to a file beside it, flushed to the disk, then renamed over it. */
 async function exportToFile(target: string, run: (out: Writable) => Promise<ExportSummary>): Promise<ExportSummary> {

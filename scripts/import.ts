@@ -3,7 +3,8 @@ import { access } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import type { ServiceBroker } from "moleculer";
 import { TRANSFER_BATCH } from "../lib/transfer/format";
-import { checkFile, importFile, RefusedFile, type Caller, type ImportOptions } from "../lib/transfer/import";
+import type { Caller } from "../lib/transfer/calls";
+import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/transfer/import";
 import { startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 

@@ -21,7 +21,7 @@ async function writePartials(files: [string, Buffer | string][]): Promise<void> 
 }
 
 /** Flushes a folder's entries (the renames and removals in it) to the disk. */
-async function syncFolder(dir: string): Promise<void> {
+export async function syncFolder(dir: string): Promise<void> {
 	const handle = await open(dir, "r");
 	await handle.sync().finally(() => handle.close());
 }

@@ -13,10 +13,9 @@ import { finished } from "node:stream/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import type { Writable } from "node:stream";
-import type { Counts, Kind, StoredRecord } from "./format";
-import { headerLine, KINDS, recordLine, TRANSFER_BATCH } from "./format";
+import { headerLine, KINDS, recordLine, serviceOf, type Counts, type Kind, type StoredRecord } from "./format";
 import { lineRefused } from "./check";
-import type { Caller } from "./import";
+import { recordsWithIds, type Caller } from "./calls";
 
 /** Rounds of reading again the games written meanwhile before one still changing is left out. */
 const ROUNDS = 5;
@@ -82,8 +81,6 @@ class Spool {
 	}
 }
 
-const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
-
 /** Writes the catalogue to `out` as an export file; answers its counts. */
 export async function exportCatalogue({ call, page: pageSize, spoolDir, progress }: ExportOptions, out: Writable): Promise<ExportSummary> {
 	guarded(out);
@@ -126,7 +123,7 @@ export async function exportCatalogue({ call, page: pageSize, spoolDir, progress
 	for (let round = 1; late.length > 0; round++) {
 		for (const kind of ["category", "author"] as const) {
 			const missing = [...new Set(late.map(game => game[kind] as string).filter(id => !inFile[kind].has(id)))];
-			for (const record of await readAgain(call, serviceOf(kind), missing)) {
+			for (const record of await recordsWithIds(call, serviceOf(kind), missing)) {
 				inFile[kind].add(record.id);
 				again.get(kind)!.set(record.id, record);
 			}
@@ -134,7 +131,7 @@ export async function exportCatalogue({ call, page: pageSize, spoolDir, progress
 		for (const game of late.filter(refersInFile)) again.get("game")!.set(game.id, game);
 		late = late.filter(game => !refersInFile(game));
 		if (round === ROUNDS) break;
-		late = await readAgain(
+		late = await recordsWithIds(
 			call,
 			"games",
 			late.map(game => game.id),
@@ -149,14 +146,6 @@ export async function exportCatalogue({ call, page: pageSize, spoolDir, progress
 	for (const { kind } of KINDS) await writeMerged(out, kind, spools.get(kind)!, again.get(kind)!);
 	const readAgainCount = [...again.values()].reduce((sum, records) => sum + records.size, 0);
 	return { counts, readAgain: readAgainCount, leftOut: late.length, refusable };
-}
-
-/** Those of the records `ids` names that `service` holds now, asked a batch of ids at a time. */
-async function readAgain(call: Caller, service: string, ids: string[]): Promise<StoredRecord[]> {
-	const found: StoredRecord[] = [];
-	for (let from = 0; from < ids.length; from += TRANSFER_BATCH)
-		found.push(...(await call<StoredRecord[]>(`${service}.exportPage`, { ids: ids.slice(from, from + TRANSFER_BATCH) })));
-	return found;
 }
 
 /** The spooled lines of a kind with the records read again, all in id order. */

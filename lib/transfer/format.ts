@@ -29,6 +29,9 @@ export const KINDS = [
 
 export type Kind = (typeof KINDS)[number]["kind"];
 
+/** The service that keeps the records of `kind`. */
+export const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
+
 export type Counts = Record<DataServiceName, number>;
 
 export interface Header {

@@ -7,10 +7,8 @@
  */
 import { isUnreachable, STORAGE_FAILURE } from "../catalogue/errors";
 import { FileCheck, type OutsideReference, type Problem } from "./check";
-import { KINDS, type Kind, type StoredRecord } from "./format";
-
-/** A call of a service's action, as `broker.call` makes it. */
-export type Caller = <T>(action: string, params: object) => Promise<T>;
+import { recordsWithIds, type Caller } from "./calls";
+import { KINDS, serviceOf, type Kind, type StoredRecord } from "./format";
 
 export interface ImportTally {
 	created: number;
@@ -46,29 +44,24 @@ export interface ImportOptions {
 	progress?: (done: number, total: number) => void;
 }
 
-const serviceOf = (kind: Kind) => KINDS.find(k => k.kind === kind)!.service;
-
 /** Which of the references the catalogue holds, asked in batches of each kind. */
-async function present(call: Caller, references: OutsideReference[], batch: number): Promise<Set<string>> {
+async function present(call: Caller, references: OutsideReference[]): Promise<Set<string>> {
 	const found = new Set<string>();
 	for (const kind of ["category", "author"] as const) {
 		const ids = references.filter(reference => reference.kind === kind).map(reference => reference.id);
-		for (let from = 0; from < ids.length; from += batch) {
-			const records = await call<StoredRecord[]>(`${serviceOf(kind)}.exportPage`, { ids: ids.slice(from, from + batch) });
-			for (const { id } of records) found.add(`${kind} ${id}`);
-		}
+		for (const { id } of await recordsWithIds(call, serviceOf(kind), ids)) found.add(`${kind} ${id}`);
 	}
 	return found;
 }
 
 /** Checks the whole file; throws RefusedFile naming its first bad line. Answers the number of records. */
-export async function checkFile({ file, lines, call, batch }: ImportOptions): Promise<number> {
+export async function checkFile({ file, lines, call }: ImportOptions): Promise<number> {
 	const check = new FileCheck();
 	for await (const line of lines()) {
 		await check.add(line);
 		if (check.problem) break;
 	}
-	const inCatalogue = await present(call, check.outsideReferences(), batch);
+	const inCatalogue = await present(call, check.outsideReferences());
 	const problem = check.finish(reference => inCatalogue.has(`${reference.kind} ${reference.id}`));
 	if (problem) throw new RefusedFile(file, problem);
 	return Object.values(check.counts!).reduce((sum, count) => sum + count, 0);

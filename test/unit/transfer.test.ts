@@ -6,7 +6,8 @@ import { newId } from "../../lib/catalogue/ids";
 import { FileCheck } from "../../lib/transfer/check";
 import { exportCatalogue } from "../../lib/transfer/export";
 import { headerLine, type StoredRecord } from "../../lib/transfer/format";
-import { importFile, type Caller } from "../../lib/transfer/import";
+import type { Caller } from "../../lib/transfer/calls";
+import { importFile } from "../../lib/transfer/import";
 import { Errors } from "moleculer";
 import { CatalogueError, storageFailure, texts } from "../../lib/catalogue/errors";
 
