@@ -1,15 +1,14 @@
-import { spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Api } from "../support/catalogue";
-import { answers, freePort, root, startProcess, waitFor, type Node } from "../support/process";
+import { answers, freePort, startProcess, waitFor, type Node } from "../support/process";
 import { PROMPT_SHOWN, ReplSession } from "../support/repl";
+import { runTool } from "../support/transfer";
 
 // `npm run backup -- <dir>` and the REPL's `backup <dir>` on a catalogue that keeps writing
 // (docs/operations.md, "Backups"), and the documented restore: the copies started as DATA_DIR.
 
-const script = path.join(root, "dist/scripts/backup.js");
 const dirs: string[] = [];
 const nodes: (Node | ReplSession)[] = [];
 afterAll(async () => {
@@ -83,23 +82,20 @@ type Writer = ReturnType<typeof startWriter>;
 const inode = (file: string) => statSync(file).ino;
 
 /** Runs `node dist/scripts/backup.js <args>` with `env`; its exit code and what it printed. */
-function runBackup(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
-	if (!existsSync(script)) throw new Error("dist/scripts/backup.js is missing: run `npm run build` (npm test does it first)");
-	const child = spawn(process.execPath, [script, ...args], {
-		cwd: root,
-		env: { ...process.env, ...env },
-		stdio: ["ignore", "pipe", "pipe"],
-	});
-	let output = "";
-	child.stdout.on("data", chunk => (output += chunk));
-	child.stderr.on("data", chunk => (output += chunk));
-	const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-	return new Promise(resolve =>
-		child.once("exit", code => {
-			clearTimeout(timer);
-			resolve({ code, output });
-		}),
-	);
+async function runBackup(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+	const { code, output } = await runTool("backup", args, { env, timeoutMs: 20_000 });
+	return { code, output };
+}
+
+/** The catalogue started on the NeDB files of `dataDir` with the REPL, once its gateway answers. */
+async function startWithRepl(dataDir: string): Promise<{ repl: ReplSession; api: Api }> {
+	const port = await freePort();
+	const repl = new ReplSession({ DATA_DIR: dataDir, STORAGE: "file", PORT: String(port) });
+	nodes.push(repl);
+	await repl.waitFor(PROMPT_SHOWN);
+	const api = new Api(`http://127.0.0.1:${port}`);
+	await waitFor("the gateway answers", answers(api, "/category"));
+	return { repl, api };
 }
 
 /**
@@ -110,12 +106,7 @@ async function restoreAndCheck(backupDir: string, writer: Writer, began: number)
 	const dataDir = folder("restored");
 	for (const name of readdirSync(backupDir).filter(file => file.endsWith(".db")))
 		copyFileSync(path.join(backupDir, name), path.join(dataDir, name));
-	const port = await freePort();
-	const restored = new ReplSession({ DATA_DIR: dataDir, STORAGE: "file", PORT: String(port) });
-	nodes.push(restored);
-	await restored.waitFor(PROMPT_SHOWN);
-	const api = new Api(`http://127.0.0.1:${port}`);
-	await waitFor("the restored catalogue answers", answers(api, "/category"));
+	const { repl: restored, api } = await startWithRepl(dataDir);
 
 	const listed = {
 		category: new Set<string>(((await api.get("/category")).body as { id: string }[]).map(record => record.id)),
@@ -175,12 +166,7 @@ test("npm run backup while a writer creates, deletes and updates, compactions in
 
 test("the REPL's backup <dir> in the node that writes: one exact snapshot while writes go on; the data folder itself refused", async () => {
 	const dataDir = folder("repl-source");
-	const port = await freePort();
-	const repl = new ReplSession({ DATA_DIR: dataDir, STORAGE: "file", PORT: String(port) });
-	nodes.push(repl);
-	await repl.waitFor(PROMPT_SHOWN);
-	const api = new Api(`http://127.0.0.1:${port}`);
-	await waitFor("the gateway answers", answers(api, "/category"));
+	const { repl, api } = await startWithRepl(dataDir);
 	const writer = startWriter(api);
 	await waitFor("a hundred writes are acknowledged", async () => writer.acknowledged.length >= 100);
 
