@@ -12,7 +12,10 @@ function project(name, color, testMatch, catalogueProject, more = {}) {
 		testMatch,
 		transform: {
 			"^.+\\.ts$": ["@swc/jest", { jsc: { parser: { syntax: "typescript" }, target: "es2023" }, module: { type: "commonjs" } }],
+			// jose ships ES modules only, which Jest's CommonJS runtime cannot require: compiled like the tests.
+			"/node_modules/jose/.+\\.js$": ["@swc/jest", { jsc: { target: "es2023" }, module: { type: "commonjs" } }],
 		},
+		transformIgnorePatterns: ["/node_modules/(?!jose/)"],
 		// support/env.ts turns `catalogueProject` into the environment the catalogue is started with.
 		setupFiles: ["<rootDir>/test/support/env.ts"],
 		globals: { catalogueProject: { topology: "one-broker", mongodb: false, ...catalogueProject } },

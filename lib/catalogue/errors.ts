@@ -39,6 +39,10 @@ export const texts = {
 	requestTooSlow: "The request took too long to arrive",
 	tooManyRequests: "Too many requests from this address; try again later",
 	tokenRequired: "Changing the catalogue needs the API token: send Authorization: Bearer <token>",
+	signInRequired: "Sign in first: send the identity provider's access token as Authorization: Bearer <token>",
+	tokenNotAccepted: "The access token was not accepted: sign in again and send the new token as Authorization: Bearer <token>",
+	writeRoleRequired: "Changing the catalogue needs the role '{role}', which this sign-in does not have",
+	providerUnreachable: "The identity provider cannot be reached to check the sign-in; try again later",
 	originNotAllowed: "Requests from this origin are not allowed",
 	notFound: "Not found",
 	unavailable: "The service is temporarily unavailable",
@@ -78,6 +82,18 @@ export const storageFailure = (text: ErrorText) => new CatalogueError(text, STOR
 export const duplicateInBatch = (id: string) => new CatalogueError(texts.importedTwice, "DUPLICATE_ID", { id });
 /** An import batch with an id that another writer (an import at the same time) stored between the batch's look-up and its insert. */
 export const storedMeanwhile = () => new CatalogueError(texts.importedMeanwhile, "STORED_MEANWHILE");
+
+/** A request that needs a bearer token and has none (`NO_TOKEN`) or an unusable one (`INVALID_TOKEN`): 401. */
+export const tokenRefused = (text: ErrorText, sent: boolean) =>
+	new Errors.MoleculerClientError(text, 401, sent ? "INVALID_TOKEN" : "NO_TOKEN");
+/** A signed-in user without the role that writes: 403. */
+export const NO_WRITE_ROLE = "NO_WRITE_ROLE";
+export const writeRoleRequired = (role: string) =>
+	new Errors.MoleculerClientError(texts.writeRoleRequired.replace("{role}", role), 403, NO_WRITE_ROLE);
+/** No token can be checked until the identity provider answers again, at `retryAt`: 503 with Retry-After. */
+export const PROVIDER_UNREACHABLE = "IDENTITY_PROVIDER_UNREACHABLE";
+export const providerUnreachable = (retryAt: number) =>
+	new Errors.MoleculerError(texts.providerUnreachable, 503, PROVIDER_UNREACHABLE, { retryAt });
 
 export interface FailureTexts {
 	/** The error an unknown id becomes. */

@@ -45,6 +45,8 @@ export interface CatalogueConfig {
 	cacheMaxBytes: number;
 	/** The bearer token writes need (`API_TOKEN`); writes are open when unset. Never put into service settings. */
 	apiToken: string | null;
+	/** Sign-in with an identity provider's bearer tokens (`AUTH_*`, docs/security.md); off when AUTH_ISSUER is unset. */
+	signIn: SignIn | null;
 	/** `NODE_ENV=production`: JSON logs by default, and a warning at start when writes are open. */
 	production: boolean;
 	/** Port of the node's Prometheus metrics at /metrics (`METRICS_PORT`); metrics are off when unset. */
@@ -56,6 +58,22 @@ export interface CatalogueConfig {
 }
 
 export type LogFormat = "json" | "text";
+
+/** Who may read and write when front ends sign in with an OpenID Connect provider (docs/security.md). */
+export interface SignIn {
+	/** The tokens' `iss`, exactly (`AUTH_ISSUER`); its /.well-known/openid-configuration names the keys. */
+	issuer: string;
+	/** The keys' URL (`AUTH_JWKS_URL`), for a provider without discovery; null reads it from the issuer's configuration. */
+	jwksUrl: string | null;
+	/** The tokens' `aud` must name this (`AUTH_AUDIENCE`): a token issued for another application is refused. */
+	audience: string;
+	/** Where the roles are in a token (`AUTH_ROLES_CLAIM`, a dotted path, default `roles`). */
+	rolesClaim: string;
+	/** The role that may write (`AUTH_WRITE_ROLE`, default `catalogue-editor`). */
+	writeRole: string;
+	/** `public` (the default): anyone reads; `user`: reads need a signed-in user too (`AUTH_READS`). */
+	reads: "public" | "user";
+}
 
 /** moleculer's own exporters that need no other package: Zipkin (over HTTP) or the console (development). */
 export type Tracing = { exporter: "zipkin"; url: string } | { exporter: "console" };
@@ -160,6 +178,35 @@ function apiToken(value: string | undefined): string | null {
 	return value;
 }
 
+const HTTP_URL = /^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/;
+
+/** The AUTH_* variables: all of them need AUTH_ISSUER, and AUTH_ISSUER needs AUTH_AUDIENCE. */
+function signIn(env: NodeJS.ProcessEnv): SignIn | null {
+	const { AUTH_ISSUER: issuer, AUTH_JWKS_URL: jwksUrl, AUTH_AUDIENCE: audience, AUTH_ROLES_CLAIM: rolesClaim } = env;
+	if (!issuer) {
+		const stray = ["AUTH_JWKS_URL", "AUTH_AUDIENCE", "AUTH_ROLES_CLAIM", "AUTH_WRITE_ROLE", "AUTH_READS"].find(name => env[name]);
+		if (stray) throw new ConfigError(`${stray} is only read with AUTH_ISSUER, the identity provider's issuer URL`);
+		return null;
+	}
+	if (!HTTP_URL.test(issuer))
+		throw new ConfigError(`AUTH_ISSUER must be the issuer's URL, such as https://id.example.com/realms/games; got "${issuer}"`);
+	if (jwksUrl && !HTTP_URL.test(jwksUrl)) throw new ConfigError(`AUTH_JWKS_URL must be an http(s) URL; got "${jwksUrl}"`);
+	if (!audience)
+		throw new ConfigError(
+			"AUTH_ISSUER needs AUTH_AUDIENCE, the audience (aud) of the catalogue's tokens: tokens issued for other applications are refused",
+		);
+	if (rolesClaim !== undefined && rolesClaim !== "" && !/^[^.\s]+(\.[^.\s]+)*$/.test(rolesClaim))
+		throw new ConfigError(`AUTH_ROLES_CLAIM must be a claim name or a dotted path such as realm_access.roles; got "${rolesClaim}"`);
+	return {
+		issuer,
+		jwksUrl: jwksUrl || null,
+		audience,
+		rolesClaim: rolesClaim || "roles",
+		writeRole: env.AUTH_WRITE_ROLE || "catalogue-editor",
+		reads: oneOf("AUTH_READS", env.AUTH_READS || "public", ["public", "user"] as const),
+	};
+}
+
 function logFormat(value: string | undefined, production: boolean): LogFormat {
 	return oneOf("LOG_FORMAT", value || (production ? "json" : "text"), ["json", "text"] as const);
 }
@@ -181,7 +228,7 @@ function tracing(exporter: string | undefined, url: string | undefined, format: 
 			throw new ConfigError("TRACE_EXPORTER=console prints text between the JSON log lines: use it with LOG_FORMAT=text");
 		return { exporter: "console" };
 	}
-	if (!url || !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(url))
+	if (!url || !HTTP_URL.test(url))
 		throw new ConfigError(`TRACE_EXPORTER=zipkin needs ZIPKIN_URL, Zipkin's base URL such as http://zipkin:9411; got "${url ?? ""}"`);
 	return { exporter: "zipkin", url: url.replace(/\/+$/, "") };
 }
@@ -210,6 +257,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		redisUrl: redisUrl(env.REDIS_URL),
 		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,
 		apiToken: apiToken(env.API_TOKEN),
+		signIn: signIn(env),
 		production,
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,

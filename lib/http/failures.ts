@@ -1,4 +1,4 @@
-import { isUnreachable, texts } from "../catalogue/errors";
+import { isUnreachable, NO_WRITE_ROLE, PROVIDER_UNREACHABLE, texts } from "../catalogue/errors";
 
 interface FieldError {
 	field: string;
@@ -13,8 +13,18 @@ export interface Failure {
 	headers?: Record<string, string>;
 }
 
-/** RFC 6750: what a client refused for want of the API token is told to send. */
-const bearerChallenge = (type: unknown) => `Bearer realm="game-catalogue"${type === "INVALID_TOKEN" ? ', error="invalid_token"' : ""}`;
+/** RFC 6750: what a client refused for want of a token, or of a better one, is told to send. */
+const BEARER_ERRORS: Record<string, string> = { INVALID_TOKEN: "invalid_token", [NO_WRITE_ROLE]: "insufficient_scope" };
+const bearerChallenge = (type: unknown) => {
+	const error = BEARER_ERRORS[String(type)];
+	return `Bearer realm="game-catalogue"${error ? `, error="${error}"` : ""}`;
+};
+
+/** The 401 texts a token's refusal may carry; anything else that says 401 gets the API token's. */
+const TOKEN_TEXTS = new Set<string>([texts.tokenRequired, texts.signInRequired, texts.tokenNotAccepted]);
+
+/** Whole seconds from now until `retryAt` (ms), at least 1. */
+const secondsUntil = (retryAt: unknown) => String(Math.max(1, Math.ceil((Number(retryAt) - Date.now()) / 1000) || 1));
 
 /** What an error carries that decides its answer; it may have crossed the broker as plain data. */
 interface ErrorLike {
@@ -53,8 +63,18 @@ export function toFailure(error: unknown): Failure {
 			return { status: 429, body: { msg: texts.tooManyRequests } };
 		case err.name === "ForbiddenError" && err.type === "ORIGIN_NOT_ALLOWED":
 			return { status: 403, body: { msg: texts.originNotAllowed } };
-		case err.code === 401:
-			return { status: 401, body: { msg: texts.tokenRequired }, headers: { "WWW-Authenticate": bearerChallenge(err.type) } };
+		case err.code === 401: {
+			const msg = TOKEN_TEXTS.has(String(err.message)) ? String(err.message) : texts.tokenRequired;
+			return { status: 401, body: { msg }, headers: { "WWW-Authenticate": bearerChallenge(err.type) } };
+		}
+		case err.code === 403 && err.type === NO_WRITE_ROLE:
+			return { status: 403, body: { msg: String(err.message) }, headers: { "WWW-Authenticate": bearerChallenge(err.type) } };
+		case err.type === PROVIDER_UNREACHABLE:
+			return {
+				status: 503,
+				body: { msg: texts.providerUnreachable },
+				headers: { "Retry-After": secondsUntil((err.data as { retryAt?: unknown } | undefined)?.retryAt) },
+			};
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
 		case err.name === "RequestTimeoutError":

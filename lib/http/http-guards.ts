@@ -186,6 +186,11 @@ const digest = (text: string) => createHash("sha256").update(text).digest();
  * so a wrong length does not show either).
  */
 export function carriesToken(authorization: string | undefined, token: string): boolean {
-	const match = /^Bearer +(\S+) *$/i.exec(authorization ?? "");
-	return match !== null && timingSafeEqual(digest(match[1]), digest(token));
+	const sent = bearerOf(authorization);
+	return sent !== null && timingSafeEqual(digest(sent), digest(token));
+}
+
+/** The token of an `Authorization: Bearer <token>` header (RFC 6750's one place for it); null for any other header. */
+export function bearerOf(authorization: string | undefined): string | null {
+	return /^Bearer +(\S+) *$/i.exec(authorization ?? "")?.[1] ?? null;
 }
