@@ -3,6 +3,9 @@
  * them. Not a `*.service.ts`, so moleculer-runner does not load it as a service.
  */
 import type { IncomingMessage } from "node:http";
+import type { CatalogueConfig } from "../lib/config/config";
+import type { SignInDoc } from "../lib/http/openapi-security";
+import type { Need } from "../lib/sign-in/sign-in";
 
 /** The whole HTTP surface: only these paths reach the services. */
 export const aliases = {
@@ -44,7 +47,28 @@ export const routeAliases = [
 ];
 
 /** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
-export const WRITES = new Set(["PUT", "DELETE"]);
+const WRITES = new Set(["PUT", "DELETE"]);
+
+/**
+ * What a request through `alias` needs of its sender (lib/sign-in/sign-in.ts): writes need API_TOKEN
+ * or the write role once either is configured, reads a signed-in user with AUTH_READS=user; the
+ * gateway's own paths (health, the document, the docs page) stay open to probes and browsers.
+ */
+export function needOf(
+	alias: { method: string; action?: unknown },
+	{ apiToken, signIn }: Pick<CatalogueConfig, "apiToken" | "signIn">,
+): Need {
+	if (String(alias.action).startsWith("api.")) return "nothing";
+	if (WRITES.has(alias.method)) return apiToken !== null || signIn !== null ? "writer" : "nothing";
+	return signIn?.reads === "user" ? "user" : "nothing";
+}
+
+/** The sign-in the OpenAPI document declares for a gateway run with `options`. */
+export const signInDoc = (options: Pick<CatalogueConfig, "apiToken" | "signIn">): SignInDoc => ({
+	apiToken: options.apiToken !== null,
+	provider: options.signIn,
+	need: alias => needOf(alias, options),
+});
 
 /** Allowed origins compared whole: moleculer-web's own check of a listed origin accepts any part of it. */
 export function corsPolicy(origins: string[]) {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import etag from "etag";
-import { Errors, type ActionSchema, type Context, type Service, type ServiceSchema } from "moleculer";
+import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
 import vary from "vary";
@@ -13,17 +13,17 @@ import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
 import { clientAddressOf } from "../lib/http/client-address";
 import { rateLimitSettings } from "../lib/http/rate-limit";
-import { texts } from "../lib/catalogue/errors";
 import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
 import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
 import { toFailure } from "../lib/http/failures";
 import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
 import { brokerHealth } from "../middlewares/readiness.middleware";
+import { signInGate, type SignedIn } from "../lib/sign-in/sign-in";
+import type { ProviderTiming } from "../lib/sign-in/provider-keys";
 import {
 	answerClientError,
 	assignRequestId,
-	carriesToken,
 	checkJsonBody,
 	conditionalOnlyForReads,
 	docsSecurityHeaders,
@@ -34,10 +34,7 @@ import {
 	serveOnly,
 } from "../lib/http/http-guards";
 import { info, operations, params, schemas } from "./api.docs";
-import { aliases, corsPolicy, docsAliases, retryAfter, routeAliases, WRITES } from "./api.routes";
-
-/** The OpenAPI document of exactly these routes, built once; it throws at start if an alias is undocumented. */
-const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas });
+import { aliases, corsPolicy, docsAliases, needOf, retryAfter, routeAliases, signInDoc } from "./api.routes";
 
 /** What an action or a hook tells moleculer-web about the answer; what the gateway asks of a cached read (lib/cache/answers.ts). */
 type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string>; $http?: HttpWish };
@@ -67,20 +64,25 @@ function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, r
 /** How long a request may take to arrive, headers and body; then 408 (lib/http/http-guards.ts). */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
-/** What the gateway is built from: lib/config/config.ts, or a test's own values. */
+/** What the gateway is built from: lib/config/config.ts, or a test's own values (and its identity provider's timing). */
 export type GatewayOptions = Pick<
 	CatalogueConfig,
-	"port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "trustProxy" | "apiToken" | "production"
->;
+	"port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "trustProxy" | "apiToken" | "signIn" | "production"
+> & { providerTiming?: ProviderTiming };
 
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
 export const OPEN_WRITES_WARNING =
-	"Writes are open: NODE_ENV=production and no API_TOKEN, so anyone who reaches this gateway can create, change and delete records. " +
-	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE (docs/security.md).";
+	"Writes are open: NODE_ENV=production, and neither API_TOKEN nor AUTH_ISSUER, so anyone who reaches this gateway can create, change and delete records. " +
+	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE, " +
+	"or AUTH_ISSUER and AUTH_AUDIENCE to require a signed-in editor (docs/security.md).";
 
 /** The gateway, with `options.apiToken` kept in this closure: settings travel to every node. */
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
-	const { apiToken, rateLimit } = options;
+	const { apiToken, signIn, rateLimit } = options;
+	const gate = signInGate(options, options.providerTiming);
+	const checksSenders = apiToken !== null || signIn !== null;
+	// The OpenAPI document of exactly these routes and this sign-in; it throws at start if an alias is undocumented.
+	const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas, signIn: signInDoc(options) });
 	const cors = corsPolicy(options.corsOrigins);
 	// Each route counts per client (lib/http/rate-limit.ts), known by its connection's address or, through the
 	// proxies TRUST_PROXY declares, by the address they forwarded: X-Forwarded-For is otherwise whatever the client says.
@@ -110,7 +112,9 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
 					cors,
 					rateLimit: rateLimitPolicy("catalogue"),
-					authorization: apiToken !== null,
+					// Who sends a write (or, with AUTH_READS=user, a read): lib/sign-in/sign-in.ts.
+					authentication: checksSenders,
+					authorization: checksSenders,
 					// On stop the gateway waits for its own requests (middlewares/drain.middleware.ts);
 					// tracked, their calls would make the broker wait for them before the gateway even
 					// stops listening.
@@ -225,13 +229,29 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			},
 		},
 		methods: {
-			// Resolves for a read, or a write that carries the API token; otherwise throws 401. The alias,
-			// not the request, says which: an OPTIONS request is resolved as the method it names.
-			authorize(_ctx: unknown, _route: unknown, req: IncomingMessage, _res: unknown, alias: { method: string }) {
-				if (apiToken !== null && WRITES.has(alias.method) && !carriesToken(req.headers.authorization, apiToken)) {
-					const type = req.headers.authorization ? "INVALID_TOKEN" : "NO_TOKEN";
-					throw new Errors.MoleculerClientError(texts.tokenRequired, 401, type);
-				}
+			// The request's sender (ctx.meta.user, which every service called sees) when the request needs
+			// one; throws 401 for a token that is not accepted, 503 when the identity provider cannot check it.
+			async authenticate(
+				_ctx: unknown,
+				_route: unknown,
+				req: IncomingMessage,
+				_res: unknown,
+				alias: { method: string; action?: unknown },
+			) {
+				const note = (reason: string) => this.logger.debug(requestFields(req), "Bearer token refused:", reason);
+				return gate.signedIn(req.headers.authorization, needOf(alias, options), note);
+			},
+
+			// Resolves when the sender may do what the alias does: an OPTIONS request is resolved as the
+			// method it names. Throws 401 with no sender, 403 for a user without the write role.
+			authorize(
+				ctx: Context<unknown, { user?: SignedIn | null }>,
+				_route: unknown,
+				_req: unknown,
+				_res: unknown,
+				alias: { method: string; action?: unknown },
+			) {
+				gate.admit(ctx.meta.user, needOf(alias, options));
 			},
 		},
 		created() {
@@ -245,7 +265,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			observeRequests(server, this.logger, this.broker.metrics);
 		},
 		started() {
-			if (options.production && apiToken === null) this.logger.warn(OPEN_WRITES_WARNING);
+			if (options.production && !checksSenders) this.logger.warn(OPEN_WRITES_WARNING);
 		},
 	};
 }

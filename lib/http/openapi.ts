@@ -7,6 +7,7 @@ import Validator from "fastest-validator";
 import cloneDeep from "lodash/cloneDeep";
 import { texts } from "../catalogue/errors";
 import { objectSchema, ruleFields, textRuleSchema, type JsonSchema, type Params } from "./json-schema";
+import { operationSecurity, securitySchemes, signInResponses, type SignInDoc } from "./openapi-security";
 
 /** One route of the gateway: its path and its alias table ("PUT /game/:id": "games.update"). */
 export interface Route {
@@ -39,10 +40,11 @@ export interface DocumentSources {
 	operations: Record<string, OperationDoc>;
 	/** Named schemas the answers refer to as `#/components/schemas/<name>`. */
 	schemas: Record<string, JsonSchema>;
+	/** Who may call what (lib/http/openapi-security.ts). */
+	signIn: SignInDoc;
 }
 
 const WITH_BODY = new Set(["put", "post"]);
-const WRITES = new Set(["put", "delete"]);
 
 const failure = (description: string, example: string, headers?: JsonSchema): JsonSchema => ({
 	description,
@@ -52,13 +54,6 @@ const failure = (description: string, example: string, headers?: JsonSchema): Js
 
 /** The failures every route may answer, referred to by the operations they apply to. */
 const responses = {
-	Unauthorized: failure(
-		"A PUT or DELETE without the right `Authorization: Bearer <token>`, when the gateway runs with API_TOKEN.",
-		texts.tokenRequired,
-		{
-			"WWW-Authenticate": { description: "The Bearer challenge.", schema: { type: "string" } },
-		},
-	),
 	NotFound: failure("A route or method the gateway does not serve.", texts.notFound),
 	TooLarge: failure("A body over BODY_LIMIT (100 kB by default).", texts.bodyTooLarge),
 	UnsupportedBody: failure(
@@ -181,6 +176,7 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 	const invalid = badRequest(doc, params, body !== undefined, names);
 	const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
 	const read = method === "get";
+	const signIn = operationSecurity(sources.signIn, method, action);
 	const parameters = [...pathParameters, ...queryParameters, ...(read ? [conditionalGet.parameter] : [])];
 	return {
 		path,
@@ -192,7 +188,7 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 			...(doc.description && { description: doc.description }),
 			...(parameters.length > 0 && { parameters }),
 			...(body && { requestBody: { required: true, content: { "application/json": { schema: body } } } }),
-			...(WRITES.has(method) && { security: [{ bearerToken: [] }, {}] }),
+			...(signIn.security && { security: signIn.security }),
 			responses: {
 				200: {
 					description: doc.answer.description,
@@ -201,7 +197,7 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 				},
 				...(read && { 304: ref("NotModified") }),
 				...(invalid && { 400: invalid }),
-				...(WRITES.has(method) && { 401: ref("Unauthorized") }),
+				...signIn.responses,
 				...(body && { 413: ref("TooLarge") }),
 				414: ref("UrlTooLong"),
 				...(body && { 415: ref("UnsupportedBody") }),
@@ -267,14 +263,8 @@ export function openApiDocument(sources: DocumentSources): JsonSchema {
 		paths: withTrailingSlashForms(paths),
 		components: {
 			schemas: { ...sources.schemas, Failure: failureSchema },
-			responses,
-			securitySchemes: {
-				bearerToken: {
-					type: "http",
-					scheme: "bearer",
-					description: "API_TOKEN, when the gateway runs with one: PUT and DELETE need it.",
-				},
-			},
+			responses: { ...responses, ...signInResponses(sources.signIn) },
+			securitySchemes: securitySchemes(sources.signIn),
 		},
 	};
 }

@@ -2,18 +2,31 @@
 // answers: every answer a contract test receives through fetch is compared with what the document
 // says of its operation (the status is listed, the content type is one of its content types, the
 // body fits its schema), and a test that received an undocumented answer fails, naming it. The
-// document is the one the gateway serves, built from the same sources (services/api.service.ts).
+// document is the one the gateway serves, built from the same sources (services/api.service.ts),
+// with every sign-in on (API_TOKEN, a provider, reads for signed-in users): whichever a test's
+// gateway runs with, its refusals are listed.
 // Requests written to the socket by hand (support/raw-http.ts, the fuzz suite) are not seen here.
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
 import { openApiDocument } from "../../lib/http/openapi";
 import { info, operations, params, schemas } from "../../services/api.docs";
-import { routeAliases } from "../../services/api.routes";
+import { routeAliases, signInDoc } from "../../services/api.routes";
 
 type Response = { $ref?: string; content?: Record<string, { schema: object }> };
 type Operation = { responses: Record<string, Response> };
 type Document = { paths: Record<string, Record<string, Operation>>; components: { responses: Record<string, Response> } };
 
-const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas }) as unknown as Document;
+const everySignIn = signInDoc({
+	apiToken: "checked-by-openapi-check",
+	signIn: {
+		issuer: "https://id.test",
+		jwksUrl: null,
+		audience: "catalogue",
+		rolesClaim: "roles",
+		writeRole: "catalogue-editor",
+		reads: "user",
+	},
+});
+const document = openApiDocument({ info, routes: routeAliases, params, operations, schemas, signIn: everySignIn }) as unknown as Document;
 
 /** What the document says any route may answer, beside each operation's own list (its info.description). */
 const ANY_ROUTE = ["403", "404", "408", "431"];

@@ -3,10 +3,17 @@ import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/
 import { openApiDocument, type DocumentSources } from "../../lib/http/openapi";
 import { filter, ID_SHAPE, idOf, referenceTo, text, wholeNumber } from "../../lib/catalogue/params";
 import { actionParams, info, operations, params, schemas } from "../../services/api.docs";
-import { routeAliases } from "../../services/api.routes";
+import { routeAliases, signInDoc } from "../../services/api.routes";
 import GamesService from "../../services/games.service";
 
-const sources: DocumentSources = { info, routes: routeAliases, params, operations, schemas };
+const sources: DocumentSources = {
+	info,
+	routes: routeAliases,
+	params,
+	operations,
+	schemas,
+	signIn: signInDoc({ apiToken: null, signIn: null }),
+};
 
 type Operation = { requestBody: { content: { "application/json": { schema: { properties: Record<string, object> } } } } };
 const paths = (document: Record<string, unknown>) => document.paths as Record<string, Record<string, Operation>>;

@@ -1,0 +1,97 @@
+/**
+ * What the OpenAPI document says of sign-in: the schemes the running gateway accepts, and which
+ * operations need them (the very rule the gateway applies: services/api.routes.ts needOf).
+ */
+import { texts } from "../catalogue/errors";
+import type { SignIn } from "../config/config";
+import type { Need } from "../sign-in/sign-in";
+import type { JsonSchema } from "./json-schema";
+
+/** The gateway's sign-in, as the document describes it. */
+export interface SignInDoc {
+	/** Whether API_TOKEN is set. */
+	apiToken: boolean;
+	/** The identity provider (AUTH_*), if any. */
+	provider: SignIn | null;
+	/** What a request through an alias needs of its sender. */
+	need(alias: { method: string; action: string }): Need;
+}
+
+const WRITES = new Set(["put", "delete"]);
+
+const failure = (description: string, messages: string[], headers: JsonSchema): JsonSchema => ({
+	description,
+	headers,
+	content: {
+		"application/json": {
+			schema: { $ref: "#/components/schemas/Failure" },
+			...(messages.length === 1
+				? { example: { msg: messages[0] } }
+				: { examples: Object.fromEntries(messages.map(text => [text, { summary: text, value: { msg: text } }])) }),
+		},
+	},
+});
+
+const challenge = { "WWW-Authenticate": { description: "The Bearer challenge (RFC 6750).", schema: { type: "string" } } };
+
+/** The answers of a refused sender, referred to by the operations that check senders. */
+export function signInResponses({ provider }: SignInDoc): Record<string, JsonSchema> {
+	return {
+		Unauthorized: failure(
+			provider
+				? "No bearer token, or one that is not accepted (expired, for another audience, not signed by the identity provider): sign in again."
+				: "A PUT or DELETE without the right `Authorization: Bearer <token>`, when the gateway runs with API_TOKEN.",
+			provider ? [texts.signInRequired, texts.tokenNotAccepted] : [texts.tokenRequired],
+			challenge,
+		),
+		...(provider && {
+			Forbidden: failure(
+				`A signed-in user without the role \`${provider.writeRole}\` (in the token's \`${provider.rolesClaim}\`).`,
+				[texts.writeRoleRequired.replace("{role}", provider.writeRole)],
+				challenge,
+			),
+		}),
+	};
+}
+
+/** The schemes: API_TOKEN as a bearer token, and the provider's access tokens (JWTs) when sign-in is on. */
+export function securitySchemes({ provider }: SignInDoc): Record<string, JsonSchema> {
+	return {
+		bearerToken: {
+			type: "http",
+			scheme: "bearer",
+			description: "API_TOKEN, when the gateway runs with one: PUT and DELETE need it.",
+		},
+		...(provider && {
+			signIn: {
+				type: "http",
+				scheme: "bearer",
+				bearerFormat: "JWT",
+				description:
+					`An access token from the identity provider ${provider.issuer} for the audience \`${provider.audience}\`. ` +
+					`PUT and DELETE need the role \`${provider.writeRole}\` in its \`${provider.rolesClaim}\` claim` +
+					(provider.reads === "user" ? "; reads need a signed-in user." : "; reads are public."),
+			},
+		}),
+	};
+}
+
+/** An operation's `security`, and the refusals it may answer. */
+export function operationSecurity(
+	sign: SignInDoc,
+	method: string,
+	action: string,
+): { security?: JsonSchema[]; responses: Record<number, JsonSchema> } {
+	const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+	const need = sign.need({ method: method.toUpperCase(), action });
+	// Without either, writes are open: the document still shows where API_TOKEN would go.
+	if (need === "nothing")
+		return WRITES.has(method) && !sign.apiToken && !sign.provider
+			? { security: [{ bearerToken: [] }, {}], responses: { 401: ref("Unauthorized") } }
+			: { responses: {} };
+	const schemes = [...(sign.apiToken ? ["bearerToken"] : []), ...(sign.provider ? ["signIn"] : [])];
+	return {
+		security: schemes.map(name => ({ [name]: [] })),
+		responses: need === "writer" && sign.provider ? { 401: ref("Unauthorized"), 403: ref("Forbidden") } : { 401: ref("Unauthorized") },
+	};
+}
