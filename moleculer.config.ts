@@ -9,6 +9,7 @@ import { drainGateway } from "./middlewares/drain.middleware";
 import { natsReconnects } from "./middlewares/nats-reconnects.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
+import { signedInWrites } from "./middlewares/signed-in-writes.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { catalogueCommands } from "./repl/commands";
 
@@ -55,6 +56,7 @@ const brokerOptions: BrokerOptions = {
 		drainGateway(config.requestTimeoutMs),
 		noSecretsInOptions,
 		natsReconnects,
+		signedInWrites,
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },

@@ -18,6 +18,8 @@ export interface AccessEntry {
 	path: string;
 	status: number;
 	durationMs: number;
+	/** Who sent it (lib/sign-in/sign-in.ts), when the request needed a sender. */
+	user?: string;
 	/** The client went away before the whole answer was sent. */
 	aborted?: true;
 }
@@ -25,11 +27,16 @@ export interface AccessEntry {
 /** The fields that tie a log line to its request: the id lib/http/http-guards.ts gave it. */
 export const requestFields = (req: IncomingMessage) => ({ requestId: req.headers["x-request-id"] as string | undefined });
 
-/** moleculer-web's notes on a request: its URL before routing and the alias it matched. */
-type RoutedRequest = IncomingMessage & { originalUrl?: string; $alias?: { fullPath?: string } };
+/** moleculer-web's notes on a request: its URL before routing, the alias it matched and its context (the sender in `meta.user`). */
+type RoutedRequest = IncomingMessage & {
+	originalUrl?: string;
+	$alias?: { fullPath?: string };
+	$ctx?: { meta?: { user?: { sub?: unknown } | null } };
+};
 
 export function accessEntry(req: IncomingMessage, res: ServerResponse, durationMs: number): AccessEntry {
-	const { originalUrl, $alias } = req as RoutedRequest;
+	const { originalUrl, $alias, $ctx } = req as RoutedRequest;
+	const user = $ctx?.meta?.user?.sub;
 	return {
 		...requestFields(req),
 		method: req.method,
@@ -37,6 +44,7 @@ export function accessEntry(req: IncomingMessage, res: ServerResponse, durationM
 		path: $alias?.fullPath ?? UNROUTED,
 		status: res.statusCode,
 		durationMs: Math.round(durationMs * 1000) / 1000,
+		...(typeof user === "string" && { user }),
 		...(res.writableFinished ? {} : { aborted: true as const }),
 	};
 }

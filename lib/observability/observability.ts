@@ -109,8 +109,10 @@ class ZipkinExporter extends TracerExporters.Zipkin {
 /** Every request traced, its spans sent where TRACE_EXPORTER says; off without it. */
 export function tracingOptions({ tracing }: Pick<CatalogueConfig, "tracing">): BrokerOptions["tracing"] {
 	if (tracing === null) return undefined;
-	if (tracing.exporter === "console") return { enabled: true, exporter: { type: "Console" } };
+	// Every action's span names who sent the request (ctx.meta.user, lib/sign-in/sign-in.ts) beside its params.
+	const tags = { action: { params: true, meta: ["user"] } };
+	if (tracing.exporter === "console") return { enabled: true, exporter: { type: "Console" }, tags };
 	// moleculer takes an exporter object as it takes a type name (tracing/exporters resolve()); its typings list only the names.
 	const exporter = new ZipkinExporter({ baseURL: tracing.url }) as unknown as TracerOptions["exporter"];
-	return { enabled: true, exporter };
+	return { enabled: true, exporter, tags };
 }

@@ -1,13 +1,17 @@
 import { ServiceBroker } from "moleculer";
 import { config } from "../../lib/config/config";
 import { loggerOptions } from "../../lib/observability/observability";
+import { signedInWrites } from "../../middlewares/signed-in-writes.middleware";
 import { apiService } from "../../services/api.service";
 import { gatewayApi } from "../support/catalogue";
 import { waitFor } from "../support/process";
 
 // The gateway's own log lines in JSON (docs/observability.md): one per request, and the log of
 // a failure it answers 500, each with the request's id. A categories service that breaks on
-// purpose stands in for the real one.
+// purpose stands in for the real one. Writes need API_TOKEN here: who sent one is in its line, and
+// in the line the data service writes (middlewares/signed-in-writes.middleware.ts).
+
+const TOKEN = "access-log-token-0123456789";
 
 let broker: ServiceBroker;
 const printed: string[] = [];
@@ -15,12 +19,13 @@ const printed: string[] = [];
 beforeAll(async () => {
 	for (const stream of [process.stdout, process.stderr])
 		jest.spyOn(stream, "write").mockImplementation(chunk => (printed.push(String(chunk).trimEnd()), true));
-	broker = new ServiceBroker({ logger: loggerOptions({ logFormat: "json" }), logLevel: "info" });
-	broker.createService(apiService({ ...config, port: 0 }));
+	broker = new ServiceBroker({ logger: loggerOptions({ logFormat: "json" }), logLevel: "info", middlewares: [signedInWrites] });
+	broker.createService(apiService({ ...config, port: 0, apiToken: TOKEN }));
 	broker.createService({
 		name: "categories",
 		actions: {
 			list: () => [],
+			create: () => ({ category: { id: "c1", name: "Eurogames" } }),
 			get: () => Promise.reject(new Error("disk on fire")),
 		},
 	});
@@ -59,6 +64,29 @@ test("a request ends with one info line: its id, method, URL, alias, status and 
 			durationMs: expect.any(Number),
 		}),
 	]);
+});
+
+test("a write names its sender: in the gateway's line, and in the line of the service that made the change", async () => {
+	const api = gatewayApi(broker);
+	const headers = { "X-Request-ID": "write-1", Authorization: `Bearer ${TOKEN}` };
+	expect((await api.send("PUT", "/category", { name: "Eurogames" }, undefined, headers)).status).toBe(200);
+	await waitForLine("write-1", 2);
+	expect(linesOf("write-1")).toEqual(
+		expect.arrayContaining([
+			expect.objectContaining({
+				mod: "categories",
+				user: "api-token",
+				via: "api-token",
+				id: "c1",
+				msg: "categories.create by api-token",
+			}),
+			expect.objectContaining({ mod: "api", method: "PUT", status: 200, user: "api-token" }),
+		]),
+	);
+	// A read needs no sender: its line names none.
+	await api.send("GET", "/category", undefined, undefined, { "X-Request-ID": "read-1", Authorization: `Bearer ${TOKEN}` });
+	await waitForLine("read-1");
+	expect(linesOf("read-1")[0].user).toBeUndefined();
 });
 
 test("a request answered 500 is logged as an error with its id, then as a request", async () => {

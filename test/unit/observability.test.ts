@@ -34,11 +34,42 @@ describe("broker options from the configuration", () => {
 
 	test("tracing: off, the console, or Zipkin at ZIPKIN_URL", () => {
 		expect(tracingOptions({ tracing: null })).toBeUndefined();
-		expect(tracingOptions({ tracing: { exporter: "console" } })).toEqual({ enabled: true, exporter: { type: "Console" } });
+		expect(tracingOptions({ tracing: { exporter: "console" } })).toMatchObject({ enabled: true, exporter: { type: "Console" } });
 		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as unknown as {
 			exporter: { opts: { baseURL: string } };
 		};
 		expect(zipkin.exporter.opts.baseURL).toBe("http://zipkin:9411");
+	});
+
+	test("every action's span names the request's sender (ctx.meta.user) beside its params", async () => {
+		const spans: { name: string; tags: { params?: unknown; meta?: unknown } }[] = [];
+		const broker = new ServiceBroker({
+			logger: false,
+			tracing: {
+				...(tracingOptions({ tracing: { exporter: "console" } }) as object),
+				exporter: { type: "Event", options: { interval: 0 } },
+			},
+		});
+		broker.createService({ name: "categories", actions: { remove: () => 1 } });
+		broker.createService({
+			name: "spans",
+			events: {
+				"$tracing.spans": (ctx: { params: typeof spans }) => {
+					spans.push(...ctx.params);
+				},
+			},
+		});
+		await broker.start();
+		try {
+			const user = { sub: "alice", via: "identity-provider", mayWrite: true };
+			await broker.call("categories.remove", { id: "c1" }, { meta: { user, $statusCode: 200 } });
+			await new Promise(resolve => setTimeout(resolve, 50));
+			const span = spans.find(each => each.name === "action 'categories.remove'");
+			expect(span?.tags).toMatchObject({ params: { id: "c1" }, meta: { user } });
+			expect(span?.tags.meta).toEqual({ user });
+		} finally {
+			await broker.stop();
+		}
 	});
 
 	test("a broker takes the Zipkin exporter and gives its spans Zipkin's ids", async () => {
