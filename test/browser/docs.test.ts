@@ -1,7 +1,9 @@
 import { existsSync } from "node:fs";
+import type { Service } from "moleculer";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { actionCounter } from "../support/calls";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { IdentityProvider, signingKey } from "../support/identity-provider";
 import { runsWith } from "../support/not-run";
 
 // The docs page (GET /docs) in a real headless Chromium: it loads without a console error or a
@@ -93,5 +95,58 @@ describe("the docs page in Chromium", () => {
 		expect(counter.calls.get("categories.list")).toBe(before + 1);
 
 		expect(problems).toEqual([]);
+	}, 60_000);
+
+	test("Authorize takes a signed-in editor's token, and Try it out of PUT /category writes with it", async () => {
+		const provider = await IdentityProvider.start([await signingKey("RS256")]);
+		const seen: unknown[] = [];
+		const signedIn = await startCatalogue({
+			topology: "one-broker",
+			settings: {
+				signIn: {
+					issuer: provider.issuer,
+					jwksUrl: null,
+					audience: provider.audience,
+					rolesClaim: "roles",
+					writeRole: "catalogue-editor",
+					reads: "public",
+				},
+			},
+			middlewares: [
+				{
+					localAction(next, action) {
+						return function (this: Service, ctx) {
+							if (action.name === "categories.create") seen.push((ctx.meta as { user?: unknown }).user);
+							return next.call(this, ctx);
+						};
+					},
+				},
+			],
+		});
+		try {
+			const token = await provider.token({ subject: "docs-editor", claims: { roles: ["catalogue-editor"] } });
+			const page = await browser.newPage();
+			const problems = watch(page);
+			await page.goto(`${signedIn.api.url}/docs/`);
+			await page.locator(".btn.authorize").click();
+			const scheme = page.locator(".auth-container", { hasText: "signIn" });
+			await scheme.locator("input").fill(token);
+			await scheme.locator("button.authorize").click();
+			await page.locator(".btn-done, button.close-modal").first().click();
+
+			const operation = page.locator(".opblock-put", { has: page.locator('.opblock-summary-path[data-path="/category"]') });
+			await operation.locator(".opblock-summary").click();
+			await operation.locator(".try-out__btn").click();
+			await operation.locator("textarea.body-param__text").fill(JSON.stringify({ name: "From the docs page" }));
+			await operation.locator(".execute").click();
+			const shown = operation.locator(".live-responses-table .response");
+			await shown.locator(".response-col_status").getByText("200").waitFor({ timeout: 15_000 });
+			expect(await shown.locator(".response-col_description").innerText()).toContain('"name": "From the docs page"');
+			expect(seen).toEqual([{ sub: "docs-editor", via: "identity-provider", mayWrite: true }]);
+			expect(problems).toEqual([]);
+		} finally {
+			await signedIn.stop();
+			await provider.stop();
+		}
 	}, 60_000);
 });
