@@ -30,7 +30,7 @@ export function actionParams(services: Schema[]): Record<string, Params | undefi
 
 export const params = actionParams([CategoriesService, AuthorsService, GamesService]);
 
-/** A record's fields as its `create` validates them, with the id the service gives it. */
+/** A record's fields as its `create` validates them, with the id the service gives it: an answer carries each field `create` requires. */
 const record = (create: string): JsonSchema => {
 	const body = objectSchema(params[create] ?? {});
 	return {
@@ -39,24 +39,21 @@ const record = (create: string): JsonSchema => {
 			id: { type: "string", description: "A ULID: 26 characters, in creation order." },
 			...(body.properties as JsonSchema),
 		},
-		required: ["id", ...(body.required as string[])],
+		required: ["id", ...((body.required as string[] | undefined) ?? [])],
 	};
 };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
-const game = (record("games.create").properties ?? {}) as Record<string, JsonSchema>;
+/** A game as answered, with its category and author as given; what `create` requires is always there, as in any record. */
+const game = (category: JsonSchema, author: JsonSchema): JsonSchema => {
+	const fields = record("games.create");
+	return { ...fields, properties: { ...(fields.properties as JsonSchema), age: { type: "integer" }, category, author } };
+};
 export const schemas: Record<string, JsonSchema> = {
 	Category: record("categories.create"),
 	Author: record("authors.create"),
-	Game: {
-		...record("games.create"),
-		properties: { ...game, age: { type: "integer" }, category: { type: "string" }, author: { type: "string" } },
-	},
-	ListedGame: {
-		...record("games.create"),
-		properties: { ...game, age: { type: "integer" }, category: ref("Category"), author: ref("Author") },
-		required: ["id", "title", "age"],
-	},
+	Game: game({ type: "string" }, { type: "string" }),
+	ListedGame: game(ref("Category"), ref("Author")),
 };
 
 const eurogames = { id: "01M7XS3MH2ZGV6RBFVSECBCWQG", name: "Eurogames" };
@@ -100,6 +97,28 @@ const paging = (properties: string, byDefault: string) =>
 const gameFilters = {
 	title: "A regular expression (RE2 syntax) matched anywhere in the title, ignoring case.",
 	idCategory: "Keeps the games of this category.",
+};
+
+export const info = {
+	title: "Game catalogue",
+	version: "1.0.0",
+	description:
+		"Categories, authors and games. Every failure is JSON with a string `msg`. Besides the answers listed per operation, any " +
+		"route may answer 404 (an unknown route or method), 403 (a browser origin CORS_ORIGINS does not list), 408 and 431 " +
+		"(a request that is too slow or too large to read), with the text in `msg`.",
+};
+
+/** GET /openapi.json: the fields every document has, so a typed client reads them; `paths` and `components` are OpenAPI's own shapes. */
+const openApiAnswer: JsonSchema = {
+	type: "object",
+	properties: {
+		openapi: { type: "string" },
+		info: objectSchema({ title: "string", version: "string", description: "string" }),
+		tags: { type: "array", items: objectSchema({ name: "string" }) },
+		paths: { type: "object", additionalProperties: true },
+		components: { type: "object", additionalProperties: true },
+	},
+	required: ["openapi", "info", "tags", "paths", "components"],
 };
 
 const catalogue = (tag: string, docs: Omit<OperationDoc, "tag">): OperationDoc => ({ tag, ...docs });
@@ -222,7 +241,13 @@ export const operations: Record<string, OperationDoc> = {
 	},
 	"api.openapi": gatewayOwn({
 		summary: "This document",
-		answer: one("The OpenAPI 3.1 document.", { type: "object", required: ["openapi"] }, { openapi: "3.1.0" }),
+		answer: one("The OpenAPI 3.1 document.", openApiAnswer, {
+			openapi: "3.1.0",
+			info,
+			tags: [{ name: "categories" }],
+			paths: {},
+			components: {},
+		}),
 	}),
 	"api.docsPage": gatewayOwn({
 		summary: "The docs page: this document, readable and tried out in a browser",
@@ -232,13 +257,4 @@ export const operations: Record<string, OperationDoc> = {
 		summary: "The docs page's own script: it starts Swagger UI on /openapi.json",
 		answer: { ...one("JavaScript.", { type: "string" }, "window.addEventListener(…)"), contentType: "text/javascript" },
 	}),
-};
-
-export const info = {
-	title: "Game catalogue",
-	version: "1.0.0",
-	description:
-		"Categories, authors and games. Every failure is JSON with a string `msg`. Besides the answers listed per operation, any " +
-		"route may answer 404 (an unknown route or method), 403 (a browser origin CORS_ORIGINS does not list), 408 and 431 " +
-		"(a request that is too slow or too large to read), with the text in `msg`.",
 };
