@@ -90,10 +90,10 @@ export const tokenRefused = (text: ErrorText, sent: boolean) =>
 export const NO_WRITE_ROLE = "NO_WRITE_ROLE";
 export const writeRoleRequired = (role: string) =>
 	new Errors.MoleculerClientError(texts.writeRoleRequired.replace("{role}", role), 403, NO_WRITE_ROLE);
-/** No token can be checked until the identity provider answers again, at `retryAt`: 503 with Retry-After. */
+/** No token can be checked until the identity provider answers again, at `retryAt`: 503 with Retry-After; `reason` is for the log. */
 export const PROVIDER_UNREACHABLE = "IDENTITY_PROVIDER_UNREACHABLE";
-export const providerUnreachable = (retryAt: number) =>
-	new Errors.MoleculerError(texts.providerUnreachable, 503, PROVIDER_UNREACHABLE, { retryAt });
+export const providerUnreachable = (retryAt: number, reason: string) =>
+	new Errors.MoleculerError(texts.providerUnreachable, 503, PROVIDER_UNREACHABLE, { retryAt, reason });
 
 export interface FailureTexts {
 	/** The error an unknown id becomes. */

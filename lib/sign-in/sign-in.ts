@@ -54,7 +54,7 @@ export function signInGate({ apiToken, signIn }: Pick<CatalogueConfig, "apiToken
 				mayWrite: rolesOf(payload, signIn.rolesClaim).includes(signIn.writeRole),
 			};
 		} catch (err) {
-			if (err instanceof ProviderUnreachable) throw providerUnreachable(err.retryAt);
+			if (err instanceof ProviderUnreachable) throw providerUnreachable(err.retryAt, err.message);
 			note((err as { code?: string }).code ?? (err as Error).message);
 			throw tokenRefused(texts.tokenNotAccepted, true);
 		}

@@ -17,14 +17,31 @@ async function warningsAtStart(settings: Partial<GatewayOptions>): Promise<strin
 test.each([
 	["in production with no API_TOKEN", { production: true, apiToken: null }, [OPEN_WRITES_WARNING]],
 	["in production with an API_TOKEN", { production: true, apiToken: "a-secret-of-sixteen+" }, []],
+	[
+		"in production with sign-in and no API_TOKEN",
+		{
+			production: true,
+			apiToken: null,
+			signIn: {
+				issuer: "https://id.example.com",
+				jwksUrl: null,
+				audience: "a",
+				rolesClaim: "roles",
+				writeRole: "e",
+				reads: "public" as const,
+			},
+		},
+		[],
+	],
 	["outside production with no API_TOKEN", { production: false, apiToken: null }, []],
 ])("%s: the warnings at start", async (_case, settings, expected) => {
 	expect(await warningsAtStart(settings)).toEqual(expected);
 });
 
 test("the warning says what is open and how to close it", () => {
-	expect(OPEN_WRITES_WARNING).toMatch(/NODE_ENV=production and no API_TOKEN/);
+	expect(OPEN_WRITES_WARNING).toMatch(/NODE_ENV=production, and neither API_TOKEN nor AUTH_ISSUER/);
 	expect(OPEN_WRITES_WARNING).toMatch(/Set API_TOKEN/);
+	expect(OPEN_WRITES_WARNING).toMatch(/or AUTH_ISSUER and AUTH_AUDIENCE/);
 	expect(OPEN_WRITES_WARNING).toMatch(/Authorization: Bearer/);
 });
 
