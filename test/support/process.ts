@@ -132,13 +132,17 @@ export interface RunningCatalogue extends Node {
 	api: Api;
 }
 
-/** Starts the built service the way `npm start` does, and waits until the gateway answers. */
+/**
+ * Starts the built service the way `npm start` does, and waits until the gateway is ready: every
+ * service answers, its store loaded. A gateway that answers one path may still wait for another
+ * service's file to load (a large games.db after a restart, on a busy machine).
+ */
 export async function startProcess(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunningCatalogue> {
 	const port = await freePort();
 	const node = startNode({ ...env, PORT: String(port) });
 	const api = new Api(`http://127.0.0.1:${port}`);
 	try {
-		await waitFor("the gateway answers", answers(api, "/category"), [node], timeoutMs);
+		await waitFor("the gateway is ready", answers(api, "/health/ready"), [node], timeoutMs);
 	} catch (err) {
 		await node.kill();
 		throw err;
