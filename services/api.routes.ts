@@ -77,7 +77,7 @@ export function corsPolicy(origins: string[]) {
 		origin: origins.includes("*") ? "*" : (origin: string) => origins.includes(origin),
 		methods: ["GET", "PUT", "POST", "DELETE"],
 		allowedHeaders: ["Content-Type", "Authorization"],
-		exposedHeaders: ["Retry-After", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
+		exposedHeaders: ["Retry-After", "WWW-Authenticate", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
 		maxAge: 600,
 	};
 }

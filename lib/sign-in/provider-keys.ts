@@ -6,7 +6,10 @@ import {
 	jwksCache,
 	type ExportedJWKSCache,
 	type FetchImplementation,
+	type FlattenedJWSInput,
+	type JWSHeaderParameters,
 	type JWTVerifyGetKey,
+	type RemoteJWKSet,
 } from "jose";
 import type { SignIn } from "../config/config";
 
@@ -86,7 +89,7 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 	}
 
 	const kept: ExportedJWKSCache | Record<string, never> = {};
-	let remote: Promise<JWTVerifyGetKey> | null = null;
+	let remote: Promise<RemoteJWKSet> | null = null;
 	const remoteKeys = () =>
 		(remote ??= discoverKeysUrl().then(
 			url =>
@@ -103,11 +106,17 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 			},
 		));
 
+	/** The keys last fetched, when jose would fetch before using them: they verify now, and new ones come in the background. */
+	async function staleKeysVerify(keys: RemoteJWKSet, header: JWSHeaderParameters, token: FlattenedJWSInput) {
+		if (keys.fresh || !("jwks" in kept)) return null;
+		if (!keys.reloading) keys.reload().catch(() => undefined);
+		return createLocalJWKSet(kept.jwks)(header, token).catch(() => null);
+	}
+
 	return async (header, token) => {
 		try {
-			return await (
-				await remoteKeys()
-			)(header, token);
+			const keys = await remoteKeys();
+			return (await staleKeysVerify(keys, header, token)) ?? (await keys(header, token));
 		} catch (err) {
 			if (tokenFault(err)) throw err;
 			// An answer jose could not use (not a key set, not JSON) is a failure too, however it came.
@@ -117,7 +126,7 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 				return await createLocalJWKSet(kept.jwks)(header, token);
 			} catch (known) {
 				// A kid the provider could not be asked about may be a key it has just rotated in.
-				if (known instanceof errors.JWKSNoMatchingKey) throw unreachable(`it could not be asked for key ${String(header.kid)}`);
+				if (known instanceof errors.JWKSNoMatchingKey) throw unreachable("it could not be asked for a key it may have rotated in");
 				throw known;
 			}
 		}

@@ -21,7 +21,7 @@ export type Need = "nothing" | "user" | "writer";
  * Asymmetric signatures only: a provider signs with its private key and publishes the public one.
  * `none` and the HS* family (a shared secret, which a public key would become) are refused.
  */
-const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
+export const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 
 /** Seconds of disagreement between the provider's clock and ours that `exp` and `nbf` forgive. */
 const CLOCK_LEEWAY_S = 30;

@@ -292,6 +292,8 @@ describe("sign-in: AUTH_READS=user", () => {
 		expectRefused(await api().post("/author", { pageable: { pageNumber: 0, pageSize: 5 } }), 401, texts.signInRequired);
 		expectRefused(await api().send("GET", "/game", undefined, undefined, bearer("garbage")), 401, texts.tokenNotAccepted, INVALID);
 		const reader = await provider().token({ claims: READER });
+		// A valid token in the query string of a read is ignored: only the Authorization header carries one.
+		expectRefused(await api().get(`/category?access_token=${reader}`), 401, texts.signInRequired, 'Bearer realm="game-catalogue"');
 		expect((await api().send("GET", "/category", undefined, undefined, bearer(reader))).status).toBe(200);
 		expect((await api().send("PUT", "/category", { name: "x" }, undefined, bearer(reader))).status).toBe(403);
 		for (const path of ["/health/live", "/health/ready", "/openapi.json", "/docs/"])

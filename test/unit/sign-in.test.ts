@@ -4,7 +4,7 @@ import { ConfigError, readConfig, type SignIn } from "../../lib/config/config";
 import { toFailure } from "../../lib/http/failures";
 import { claimAt, rolesOf } from "../../lib/sign-in/claims";
 import { providerKeys, ProviderUnreachable } from "../../lib/sign-in/provider-keys";
-import { signInGate } from "../../lib/sign-in/sign-in";
+import { ALGORITHMS, signInGate } from "../../lib/sign-in/sign-in";
 import { IdentityProvider, signingKey } from "../support/identity-provider";
 
 describe("roles in a token (AUTH_ROLES_CLAIM)", () => {
@@ -31,6 +31,12 @@ describe("roles in a token (AUTH_ROLES_CLAIM)", () => {
 		expect(rolesOf({ roles: ["a", 2, "b"] }, "roles")).toEqual(["a", "b"]);
 		expect(claimAt({ realm_access: "x" }, "realm_access.roles")).toBeUndefined();
 	});
+});
+
+test("only asymmetric algorithms are allowed: no none, no HS* (a public key would become the shared secret)", () => {
+	expect(ALGORITHMS.length).toBeGreaterThan(0);
+	expect(ALGORITHMS.filter(alg => /^(HS|none$)/i.test(alg))).toEqual([]);
+	expect(ALGORITHMS).toEqual(expect.arrayContaining(["RS256", "PS256", "ES256", "EdDSA"]));
 });
 
 describe("AUTH_* configuration", () => {
