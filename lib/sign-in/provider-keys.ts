@@ -45,7 +45,7 @@ const tokenFault = (err: unknown) => TOKEN_FAULTS.some(kind => err instanceof ki
  * The keys that verify the provider's tokens, for jose's `jwtVerify`: found through the issuer's
  * OpenID configuration (or at AUTH_JWKS_URL), fetched and kept by jose's remote key set, and
  * fetched again for an unknown `kid` at most once per `refetchMs` (jose's cooldown), so a flood of
- * made-up kids costs no request. jose has no memory of failures: the fetch given to it refuses to
+ * made-up kids costs at most one request per `refetchMs`. jose has no memory of failures: the fetch given to it refuses to
  * ask again within `refetchMs` of one, and the keys last fetched keep verifying while the provider
  * is down, even after `maxAgeMs`.
  */
@@ -106,11 +106,18 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 			},
 		));
 
+	/** The keys last fetched, as a key set made once per fetch (jose gives `kept` a new set each time). */
+	let last: { jwks: unknown; keys: ReturnType<typeof createLocalJWKSet> } | null = null;
+	const lastKeys = (jwks: ExportedJWKSCache["jwks"]) => {
+		if (last?.jwks !== jwks) last = { jwks, keys: createLocalJWKSet(jwks) };
+		return last.keys;
+	};
+
 	/** The keys last fetched, when jose would fetch before using them: they verify now, and new ones come in the background. */
 	async function staleKeysVerify(keys: RemoteJWKSet, header: JWSHeaderParameters, token: FlattenedJWSInput) {
 		if (keys.fresh || !("jwks" in kept)) return null;
 		if (!keys.reloading) keys.reload().catch(() => undefined);
-		return createLocalJWKSet(kept.jwks)(header, token).catch(() => null);
+		return lastKeys(kept.jwks)(header, token).catch(() => null);
 	}
 
 	return async (header, token) => {
@@ -123,7 +130,7 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 			if (!(err instanceof ProviderUnreachable)) failedAt = Date.now();
 			if (!("jwks" in kept)) throw err instanceof ProviderUnreachable ? err : unreachable((err as Error).message);
 			try {
-				return await createLocalJWKSet(kept.jwks)(header, token);
+				return await lastKeys(kept.jwks)(header, token);
 			} catch (known) {
 				// A kid the provider could not be asked about may be a key it has just rotated in.
 				if (known instanceof errors.JWKSNoMatchingKey) throw unreachable("it could not be asked for a key it may have rotated in");
