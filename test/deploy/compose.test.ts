@@ -4,6 +4,7 @@ import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { readConfig } from "../../lib/config/config";
 import { dockerfileStages } from "../support/dockerfile";
+import { MACHINE_SETTINGS } from "../support/stack";
 
 const root = path.resolve(__dirname, "../..");
 const read = (file: string) => readFileSync(path.join(root, file), "utf8");
@@ -103,6 +104,14 @@ describe("docker-compose.yml", () => {
 	test("compose v1.29 reads it too: no top-level name (the project name is COMPOSE_PROJECT_NAME in .env.example)", () => {
 		expect(compose).not.toHaveProperty("name");
 		expect(read(".env.example")).toMatch(/^COMPOSE_PROJECT_NAME=game-catalogue$/m);
+	});
+
+	test("interpolates none of the machine settings the local stack passes to its commands: its variables come from the environment file alone", () => {
+		const names = ["docker-compose.yml", "deploy/local-docker/compose.nedb.yml"].flatMap(file =>
+			[...read(file).matchAll(/\$\{(\w+)/g)].map(([, name]) => name),
+		);
+		expect(names).toEqual(expect.arrayContaining(["NATS_PASSWORD", "API_PORT"]));
+		expect(names.filter(name => MACHINE_SETTINGS.test(name))).toEqual([]);
 	});
 
 	test("the catalogue nodes run as the Kubernetes manifests do: read-only root, a 16 MiB /tmp, no capabilities", () => {

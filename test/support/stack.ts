@@ -41,6 +41,22 @@ export function writeEnvironment(file: string, env: Record<string, string>): voi
 	);
 }
 
+/**
+ * What the stand-in build needs of the machine to reach the npm registry and Debian's mirror: its
+ * trust (a TLS proxy's CA named by NODE_EXTRA_CA_CERTS), its proxies, a registry or mirror of its
+ * own, and where the engine keeps its data. docker-compose.yml interpolates none of these
+ * (test/deploy/compose.test.ts), so compose still takes its variables from the file alone.
+ */
+export const MACHINE_SETTINGS =
+	/^(NODE_EXTRA_CA_CERTS|SSL_CERT_(FILE|DIR)|(HTTPS?|NO|ALL)_PROXY|npm_config_(cafile|ca|registry|proxy|https_proxy|noproxy|strict_ssl)|DEBIAN_MIRROR|CATALOGUE_DOCKER_ROOT)$/i;
+
+/** The environment of every command the stack runs: PATH, HOME, the environment file, and the machine's settings above. */
+export function stackCommandEnvironment(envFile: string, machine: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+	const env: NodeJS.ProcessEnv = { PATH: machine.PATH, HOME: machine.HOME, STACK_ENV_FILE: envFile };
+	for (const [name, value] of Object.entries(machine)) if (MACHINE_SETTINGS.test(name)) env[name] = value;
+	return env;
+}
+
 export interface Run {
 	code: number | null;
 	output: string;
@@ -50,8 +66,7 @@ export class Stack {
 	readonly env: NodeJS.ProcessEnv;
 
 	constructor(envFile: string) {
-		this.env = { PATH: process.env.PATH, HOME: process.env.HOME, STACK_ENV_FILE: envFile };
-		if (process.env.CATALOGUE_DOCKER_ROOT) this.env.CATALOGUE_DOCKER_ROOT = process.env.CATALOGUE_DOCKER_ROOT;
+		this.env = stackCommandEnvironment(envFile);
 	}
 
 	/** The engine's DOCKER_HOST, which docker commands need. */
