@@ -87,7 +87,8 @@ export function startNode(env: NodeJS.ProcessEnv, { repl = false } = {}): Node {
 	let output = "";
 	child.stdout!.on("data", chunk => (output += chunk));
 	child.stderr!.on("data", chunk => (output += chunk));
-	const exited = new Promise<number | null>(resolve => child.once("exit", code => resolve(code)));
+	// "close", not "exit": what it printed last may still be in the pipe when the process has exited.
+	const exited = new Promise<number | null>(resolve => child.once("close", code => resolve(code)));
 	const running = () => child.exitCode === null && child.signalCode === null;
 	return {
 		child,

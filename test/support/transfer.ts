@@ -53,7 +53,8 @@ export function runTool(
 	const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
 	started?.(child.pid!);
 	return new Promise(resolve =>
-		child.once("exit", (code, signal) => {
+		// "close", not "exit": the summary may still be in the pipe when the process has exited.
+		child.once("close", (code, signal) => {
 			clearInterval(sampling);
 			clearTimeout(timer);
 			resolve({ code, signal, output, peakMb: peak });

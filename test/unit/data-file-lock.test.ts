@@ -71,8 +71,14 @@ describe("one process at a time per data file (lib/storage/data-file-lock.ts)", 
 			Array.from({ length: 6 }, () => {
 				const child = spawn(process.execPath, ["-e", racer]);
 				let output = "";
+				let errors = "";
 				child.stdout.on("data", chunk => (output += chunk));
-				return new Promise<string>(resolve => child.once("exit", () => resolve(output.trim())));
+				child.stderr.on("data", chunk => (errors += chunk));
+				// "close", not "exit": the output may still be in the pipe when the process has exited.
+				// A racer that printed nothing shows how it ended instead.
+				return new Promise<string>(resolve =>
+					child.once("close", (code, signal) => resolve(output.trim() || `exit ${code ?? signal}: ${errors.trim()}`)),
+				);
 			}),
 		);
 		expect(outcomes.filter(outcome => outcome === "took it")).toHaveLength(1);
