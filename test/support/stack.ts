@@ -6,8 +6,9 @@ import { root } from "./process";
 
 // The project's docker-compose.yml on this machine's own Docker engine, as
 // deploy/local-docker/stack.sh runs it (deploy/local-docker/README.md). Every docker and
-// docker-compose command gets the same small environment: the variables compose interpolates come
-// from the stack's environment file alone, never from the shell that runs the tests.
+// docker-compose command gets the same small environment (stackCommandEnvironment): the variables
+// compose interpolates come from the stack's environment file alone, never from the shell that
+// runs the tests.
 
 const STACK = path.join(root, "deploy/local-docker/stack.sh");
 const ENGINE = path.join(root, "deploy/local-docker/engine.sh");
@@ -48,7 +49,7 @@ export function writeEnvironment(file: string, env: Record<string, string>): voi
  * (test/deploy/compose.test.ts), so compose still takes its variables from the file alone.
  */
 export const MACHINE_SETTINGS =
-	/^(NODE_EXTRA_CA_CERTS|SSL_CERT_(FILE|DIR)|(HTTPS?|NO|ALL)_PROXY|npm_config_(cafile|ca|registry|proxy|https_proxy|noproxy|strict_ssl)|DEBIAN_MIRROR|CATALOGUE_DOCKER_ROOT)$/i;
+	/^(NODE_EXTRA_CA_CERTS|NODE_USE_SYSTEM_CA|SSL_CERT_(FILE|DIR)|(HTTPS?|NO|ALL)_PROXY|npm_config_(userconfig|globalconfig|cache|cafile|ca|cert|key|registry|proxy|https_proxy|noproxy|strict_ssl)|DEBIAN_MIRROR|CATALOGUE_DOCKER_ROOT)$/i;
 
 /** The environment of every command the stack runs: PATH, HOME, the environment file, and the machine's settings above. */
 export function stackCommandEnvironment(envFile: string, machine: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
@@ -101,6 +102,15 @@ export class Stack {
 	/** stack.sh down: the stack and its volumes removed, the engine stopped by its PID. */
 	down(): Promise<Run> {
 		return this.run("bash", [STACK, "down"]);
+	}
+
+	/** What is mounted under the engine's folder (CATALOGUE_DOCKER_ROOT): nothing, once it is stopped. */
+	async mountsLeft(): Promise<string[]> {
+		const folder = path.dirname((await this.must("bash", [ENGINE, "host"])).trim().replace(/^unix:\/\//, ""));
+		return readFileSync("/proc/self/mounts", "utf8")
+			.split("\n")
+			.map(line => line.split(" ")[1])
+			.filter(mount => mount?.startsWith(`${folder}/`));
 	}
 
 	compose = (...args: string[]) => this.must("bash", [STACK, "compose", ...args]);
