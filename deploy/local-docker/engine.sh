@@ -16,7 +16,8 @@ log="$root/dockerd.log"
 host="unix://$socket"
 
 say() { echo "engine: $*"; }
-alive() { [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# Whether the PID file names a running dockerd: after a crash or a reboot its number may be another process's.
+alive() { [ -s "$pidfile" ] && [ "$(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null)" = dockerd ]; }
 
 install() {
 	local missing=()
@@ -30,19 +31,31 @@ install() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# What is still mounted under dockerd's exec root, deepest first.
+leftovers() { awk -v under="$root/exec/" 'index($2, under) == 1 { print $2 }' /proc/self/mounts | sort -r; }
+
 stop() {
-	alive || { rm -f "$pidfile"; return 0; }
-	local pid
-	pid="$(cat "$pidfile")"
-	say "stopping dockerd (PID $pid)"
-	kill "$pid"
-	# dockerd stops its containers and the containerd it started before it exits.
-	for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-	if kill -0 "$pid" 2>/dev/null; then
-		say "dockerd (PID $pid) did not stop within 30 s: killing it" >&2
-		kill -KILL "$pid"
+	if alive; then
+		local pid
+		pid="$(cat "$pidfile")"
+		say "stopping dockerd (PID $pid)"
+		kill "$pid"
+		# dockerd stops its containers and the containerd it started before it exits.
+		for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+		if kill -0 "$pid" 2>/dev/null; then
+			say "dockerd (PID $pid) did not stop within 30 s: killing it" >&2
+			kill -KILL "$pid"
+			while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+		fi
 	fi
 	rm -f "$pidfile"
+	# dockerd leaves the host network's namespace mounted at exec/netns/default (a killed one may
+	# leave more), which keeps the folder from being removed: undone once dockerd is gone.
+	local mount
+	while IFS= read -r mount; do
+		umount "$mount" || umount --lazy "$mount"
+		say "unmounted $mount, left by dockerd"
+	done < <(leftovers)
 }
 
 start() {

@@ -21,6 +21,11 @@ compose() {
 case "${1:-}" in
 	up)
 		trap 'echo "stack: FAILED while $step" >&2' ERR
+		# apt and debootstrap's wget read only the lower-case proxy names.
+		for name in HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+			lower="${name,,}"
+			if [ -n "${!name:-}" ] && [ -z "${!lower:-}" ]; then export "$lower=${!name}"; fi
+		done
 		step="starting the engine (engine.sh start)"
 		bash $here/engine.sh start
 		step="making the stand-in images (stand-ins.sh)"

@@ -60,6 +60,8 @@ describe("the compose stack on this machine's own Docker engine", () => {
 		const { code, output } = await stack.down();
 		rmSync(dir, { recursive: true, force: true });
 		if (code !== 0) throw new Error(`stack.sh down exited with ${code}:\n${output}`);
+		// Nothing that would keep the engine's folder from being removed (test/README.md, "CI").
+		expect(await stack.mountsLeft()).toEqual([]);
 	}, 120_000);
 
 	test("every catalogue container is healthy by the Dockerfile's HEALTHCHECK, started only once nats, redis and mongo were healthy", async () => {
