@@ -1,26 +1,22 @@
-import { execFile, execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { runsWith } from "../support/not-run";
 import { root } from "../support/process";
+import { runCommand } from "../support/stack";
 
 // deploy/local-docker/engine.sh stop, after what a killed run or a reboot leaves under its folder
 // (CATALOGUE_DOCKER_ROOT): a PID file whose number another process now has, and mounts dockerd
 // made under its exec root. Neither needs a dockerd.
 
 const engine = (folder: string) =>
-	new Promise<{ code: number | null; output: string }>(resolve => {
-		const child = execFile(
-			"bash",
-			[path.join(root, "deploy/local-docker/engine.sh"), "stop"],
-			{ env: { PATH: process.env.PATH, CATALOGUE_DOCKER_ROOT: folder }, timeout: 20_000 },
-			error => resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, output }),
-		);
-		let output = "";
-		child.stdout?.on("data", chunk => (output += chunk));
-		child.stderr?.on("data", chunk => (output += chunk));
-	});
+	runCommand(
+		"bash",
+		[path.join(root, "deploy/local-docker/engine.sh"), "stop"],
+		{ PATH: process.env.PATH, CATALOGUE_DOCKER_ROOT: folder },
+		20_000,
+	);
 
 let folder: string;
 beforeEach(() => (folder = mkdtempSync(path.join(tmpdir(), "catalogue-engine-"))));

@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { LOOPBACK_SERVER, signedCertificates } from "../support/certificates";
 import { root } from "../support/process";
-import { stackCommandEnvironment } from "../support/stack";
+import { runCommand, stackCommandEnvironment } from "../support/stack";
 
 // deploy/local-docker/stand-ins.sh as the compose stack's test runs it, on a machine that reaches
 // the npm registry through a proxy and trusts that registry only through NODE_EXTRA_CA_CERTS (as
@@ -99,16 +99,7 @@ function machine(more: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 	};
 }
 
-function standIns(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
-	return new Promise(resolve => {
-		const child = execFile("bash", [path.join(root, "deploy/local-docker/stand-ins.sh")], { cwd: root, env, timeout: 45_000 }, error =>
-			resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, output }),
-		);
-		let output = "";
-		child.stdout?.on("data", chunk => (output += chunk));
-		child.stderr?.on("data", chunk => (output += chunk));
-	});
-}
+const standIns = (env: NodeJS.ProcessEnv) => runCommand("bash", [path.join(root, "deploy/local-docker/stand-ins.sh")], env, 45_000);
 
 test("the stand-in build reaches the npm registry through the machine's proxy, trusting the CA the machine names in NODE_EXTRA_CA_CERTS", async () => {
 	const env = stackCommandEnvironment("stack.env", machine({ NODE_EXTRA_CA_CERTS: pem("ca") }));

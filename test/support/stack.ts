@@ -63,6 +63,18 @@ export interface Run {
 	output: string;
 }
 
+/** Runs a command from the repository's root to its end, with exactly `env`; its output, stdout and stderr together. */
+export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Run> {
+	return new Promise(resolve => {
+		const child = execFile(command, args, { cwd: root, env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 }, error => {
+			resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, output });
+		});
+		let output = "";
+		child.stdout?.on("data", chunk => (output += chunk));
+		child.stderr?.on("data", chunk => (output += chunk));
+	});
+}
+
 export class Stack {
 	readonly env: NodeJS.ProcessEnv;
 
@@ -75,15 +87,7 @@ export class Stack {
 
 	/** Runs a command to its end; its output, stdout and stderr together. */
 	run(command: string, args: string[], timeoutMs = 120_000): Promise<Run> {
-		return new Promise(resolve => {
-			const env = this.host ? { ...this.env, DOCKER_HOST: this.host } : this.env;
-			const child = execFile(command, args, { cwd: root, env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 }, error => {
-				resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, output });
-			});
-			let output = "";
-			child.stdout?.on("data", chunk => (output += chunk));
-			child.stderr?.on("data", chunk => (output += chunk));
-		});
+		return runCommand(command, args, this.host ? { ...this.env, DOCKER_HOST: this.host } : this.env, timeoutMs);
 	}
 
 	/** Runs a command, failing with its output unless it exits 0; its output. */
