@@ -21,10 +21,14 @@ compose() {
 case "${1:-}" in
 	up)
 		trap 'echo "stack: FAILED while $step" >&2' ERR
-		# apt and debootstrap's wget read only the lower-case proxy names.
+		# The machine's proxy settings: apt and debootstrap's wget read only the lower-case names; the
+		# image build gets both as build arguments (docker takes each --build-arg NAME from this
+		# environment, and skips those that are unset).
+		proxies=()
 		for name in HTTP_PROXY HTTPS_PROXY NO_PROXY; do
 			lower="${name,,}"
 			if [ -n "${!name:-}" ] && [ -z "${!lower:-}" ]; then export "$lower=${!name}"; fi
+			proxies+=(--build-arg "$name" --build-arg "$lower")
 		done
 		step="starting the engine (engine.sh start)"
 		bash $here/engine.sh start
@@ -33,12 +37,8 @@ case "${1:-}" in
 		echo "stack: MongoDB cannot run here (no registry reachable carries it): the catalogue nodes keep NeDB files on a volume each ($here/compose.nedb.yml)"
 		# On the host's network: this engine runs without iptables, so its bridge has no route out,
 		# and npm install needs the registry. The nodes themselves run on compose's bridge network.
-		# The machine's proxy settings, when set, reach the build's npm install (docker takes each
-		# --build-arg NAME from this environment, and skips those that are unset).
 		echo "stack: building game-catalogue:local from the Dockerfile"
 		step="building game-catalogue:local from the Dockerfile (docker build)"
-		proxies=()
-		for name in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do proxies+=(--build-arg "$name"); done
 		DOCKER_BUILDKIT=0 docker build --network host "${proxies[@]}" -t game-catalogue:local .
 		# A leftover of a run that was killed is removed first, volumes included.
 		compose down --volumes --remove-orphans >/dev/null 2>&1 || true
