@@ -1,10 +1,9 @@
-import { createReadStream } from "node:fs";
 import { access } from "node:fs/promises";
-import { createInterface } from "node:readline";
 import type { ServiceBroker } from "moleculer";
 import { TRANSFER_BATCH } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/transfer/import";
+import { readLines } from "../lib/transfer/lines";
 import { startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
@@ -17,7 +16,7 @@ async function importFrom(broker: ServiceBroker, file: string): Promise<boolean>
 	const bar = progressBar("import");
 	const options: ImportOptions = {
 		file,
-		lines: () => createInterface({ input: createReadStream(file), crlfDelay: Infinity }),
+		lines: () => readLines(file),
 		call,
 		batch: TRANSFER_BATCH,
 		progress: done => bar.update(done),

@@ -7,15 +7,15 @@
  * read) brings that record in, read again; a game whose reference is gone by then was changed or
  * deleted meanwhile, and is read again itself.
  */
-import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, type WriteStream } from "node:fs";
 import { once } from "node:events";
 import { finished } from "node:stream/promises";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import type { Writable } from "node:stream";
 import { headerLine, KINDS, recordLine, serviceOf, type Counts, type Kind, type StoredRecord } from "./format";
 import { lineRefused } from "./check";
 import { recordsWithIds, type Caller } from "./calls";
+import { readLines } from "./lines";
 
 /** Rounds of reading again the games written meanwhile before one still changing is left out. */
 const ROUNDS = 5;
@@ -77,7 +77,7 @@ class Spool {
 		await finished(this.out);
 	}
 	lines(): AsyncIterable<string> {
-		return createInterface({ input: createReadStream(this.file), crlfDelay: Infinity });
+		return readLines(this.file);
 	}
 }
 

@@ -70,15 +70,23 @@ export const RECORD_FIELDS = {
 /** The names of a kind's fields, in the order its lines write them. */
 export const fieldsOf = (kind: Kind) => Object.keys(RECORD_FIELDS[kind]);
 
+/**
+ * `value` as JSON on one line, U+2028 and U+2029 escaped: JSON allows them raw in a string, but
+ * some line readers (Node's readline among them) end a line there.
+ */
+function jsonLine(value: object): string {
+	return JSON.stringify(value).replace(/[\u2028\u2029]/g, separator => `\\u${separator.charCodeAt(0).toString(16)}`);
+}
+
 /** Line 1. */
 export function headerLine(counts: Counts, exportedAt: Date): string {
 	const header: Header = { format: FORMAT, version: VERSION, exportedAt: exportedAt.toISOString(), counts };
-	return JSON.stringify(header);
+	return jsonLine(header);
 }
 
 /** A stored record's line: `kind` first, then its fields in their order; nothing else it may carry. */
 export function recordLine(kind: Kind, record: StoredRecord): string {
 	const line: Record<string, unknown> = { kind };
 	for (const field of fieldsOf(kind)) line[field] = record[field];
-	return JSON.stringify(line);
+	return jsonLine(line);
 }

@@ -1,13 +1,14 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { newId } from "../../lib/catalogue/ids";
 import { FileCheck } from "../../lib/transfer/check";
 import { exportCatalogue } from "../../lib/transfer/export";
-import { headerLine, type StoredRecord } from "../../lib/transfer/format";
+import { headerLine, recordLine, type StoredRecord } from "../../lib/transfer/format";
 import type { Caller } from "../../lib/transfer/calls";
-import { importFile } from "../../lib/transfer/import";
+import { checkFile, importFile } from "../../lib/transfer/import";
+import { readLines } from "../../lib/transfer/lines";
 import { Errors } from "moleculer";
 import { CatalogueError, storageFailure, texts } from "../../lib/catalogue/errors";
 
@@ -206,6 +207,85 @@ describe("importFile: a batch refused is sent again a record at a time", () => {
 		const lines = () => toLines([header(2, 0, 0), category(C1), category(C2)]);
 		await expect(importFile({ file: "f", lines, call, batch: 10 }, 2)).rejects.toBe(failure);
 		expect(sent).toHaveLength(1);
+	});
+});
+
+describe("U+2028 and U+2029: written escaped, read raw", () => {
+	const title = 'Tigris\u2028& "Euphrat"\u2029à Pégase';
+	const separators = /[\u2028\u2029]/;
+	let dir: string;
+	beforeEach(async () => (dir = await mkdtemp(path.join(tmpdir(), "transfer-lines-"))));
+	afterEach(() => rm(dir, { recursive: true, force: true }));
+
+	/** `text` written to a file of `dir`; its name. */
+	async function fileOf(text: string) {
+		const file = path.join(dir, "catalogue.jsonl");
+		await writeFile(file, text);
+		return file;
+	}
+
+	async function linesOf(file: string) {
+		const lines: string[] = [];
+		for await (const line of readLines(file)) lines.push(line);
+		return lines;
+	}
+
+	test("a record's line escapes them and parses back to the same title", () => {
+		const line = recordLine("game", { id: G1, title, age: 12, category: C1, author: A1 });
+		expect(line).not.toMatch(separators);
+		expect(line).toContain("\\u2028");
+		expect(JSON.parse(line)).toEqual({ kind: "game", id: G1, title, age: 12, category: C1, author: A1 });
+	});
+
+	test('readLines splits at "\\n" only: a raw U+2028 inside a JSON string stays in its line', async () => {
+		const raw = JSON.stringify({ kind: "game", title });
+		expect(raw).toMatch(separators);
+		expect(await linesOf(await fileOf(`${raw}\n${category(C1)}\n`))).toEqual([raw, category(C1)]);
+	});
+
+	test('readLines drops the "\\r" of CRLF line ends', async () => {
+		expect(await linesOf(await fileOf(`${category(C1)}\r\n${author(A1)}\r\n`))).toEqual([category(C1), author(A1)]);
+	});
+
+	test("readLines throws a read error rather than waiting for lines that never come", async () => {
+		await expect(linesOf(path.join(dir, "missing.jsonl"))).rejects.toThrow(/ENOENT/);
+	});
+
+	test("an export of names and titles holding them writes lines with them escaped, which parse back", async () => {
+		const records: Record<string, StoredRecord[]> = {
+			categories: [{ id: C1, name: "Euro\u2029games" }],
+			authors: [{ id: A1, name: "Reiner\u2028Knizia", nationality: "German" }],
+			games: [G1, G2, G3].map(id => ({ id, title, age: 12, category: C1, author: A1 })),
+		};
+		const out = new PassThrough();
+		let text = "";
+		out.on("data", chunk => (text += chunk));
+		const summary = await exportCatalogue({ call: fakeCatalogue(records, () => undefined), page: 2, spoolDir: dir }, out);
+		expect(summary).toMatchObject({ counts: { categories: 1, authors: 1, games: 3 }, refusable: [] });
+		expect(text).not.toMatch(separators);
+		const lines = text.trimEnd().split("\n");
+		expect(lines.slice(1).map(line => JSON.parse(line) as unknown)).toEqual([
+			{ kind: "category", ...records.categories[0] },
+			{ kind: "author", ...records.authors[0] },
+			...records.games.map(record => ({ kind: "game", ...record })),
+		]);
+	});
+
+	test.each([
+		["\\n", "\n"],
+		["\\r\\n", "\r\n"],
+	])("a file from another tool with them raw, lines ending in %s, is checked and imported with the title whole", async (_name, end) => {
+		const lines = [header(1, 1, 1), category(C1), author(A1), game(G1, C1, A1, { title })];
+		const file = await fileOf(lines.map(line => `${line}${end}`).join(""));
+		const sent: StoredRecord[] = [];
+		const call: Caller = async <T>(_action: string, params: object) => {
+			sent.push(...(params as { records: StoredRecord[] }).records);
+			return { created: 1, unchanged: 0, updated: 0 } as T;
+		};
+		const options = { file, lines: () => readLines(file), call, batch: 10 };
+		expect(await checkFile(options)).toBe(3);
+		await importFile(options, 3);
+		expect(sent.find(record => record.id === G1)?.title).toBe(title);
 	});
 });
 
