@@ -61,24 +61,20 @@ export function claimStore(store: Store, visible: Record<string, unknown> = {}):
 }
 
 export interface DbOptions extends FailureTexts {
-	/** Collection (and NeDB file) name. */
+	/** Collection (and table) name. */
 	collection: string;
-	/**
-	 * Fields that are filtered or sorted on, indexed in MongoDB only. NeDB keeps all the records
-	 * that share a value of an indexed field in one array, which it copies whole whenever one of
-	 * them is written: with an index on a game's category, each write of a game cost time in the
-	 * number of games of its category. NeDB scans instead (it sorts in memory either way).
-	 */
+	/** Fields that are filtered on, each indexed. */
 	indexes?: string[];
 	/**
-	 * Filtered fields that only a few records have (the claims of writes in progress). Their
-	 * indexes are sparse: otherwise every record without the field shares one index entry, which
-	 * NeDB rewrites in full whenever one of them changes, so each write costs time in the size of
-	 * the collection.
+	 * Filtered fields that only a few records have (the claims of writes in progress), indexed over
+	 * those records only.
 	 */
 	sparseIndexes?: string[];
-	/** The fields that mark a write in progress: a claim (lib/integrity/claims.ts) or a game's draft. */
-	claims?: string[];
+	/**
+	 * The orders pages are read in, first key first, each an index: a page is then read in index
+	 * order, skipping to its first record, instead of sorting every record.
+	 */
+	orders?: string[][];
 }
 
 /**
@@ -99,7 +95,8 @@ const storageOnly: Partial<ServiceSchema> = {
  * `_id`, a cached `get` action that takes one id or a batch (the populates use it), the cache
  * moved on by every write, and the service's error texts applied to every failure.
  */
-export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims = [], notFound, failures }: DbOptions) {
+export function dbMixin({ collection, indexes = [], sparseIndexes = [], orders = [], notFound, failures }: DbOptions) {
+	const indexed = { indexes, sparseIndexes, orders };
 	return asMixin({
 		// First, so its `clearCache` replaces moleculer-db's.
 		mixins: [generationsMoveOn, generationNews(), storageOnly],
@@ -148,13 +145,13 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], claims =
 		// A new adapter for every service instance, so brokers in one process never share a store.
 		merged(schema: Record<string, unknown>) {
 			schema.collection = collection;
-			schema.adapter = createAdapter(collection, config, claims);
+			schema.adapter = createAdapter(collection, indexed, config);
 		},
 		beforeEntityCreate(entity: Record<string, unknown>) {
 			return { ...entity, _id: newId() };
 		},
 		afterConnected(this: Store) {
-			return prepareStore(this.adapter, indexes, sparseIndexes);
+			return prepareStore(this.adapter, indexed);
 		},
 	} as Partial<CatalogueSchema<Row>>);
 }

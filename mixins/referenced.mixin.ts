@@ -17,7 +17,7 @@ export interface ReferencedOptions {
 }
 
 /** A delete in progress is a claim in the record's `deleting` field. */
-export const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
+const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
 
 /**
  * For records that games refer to (docs/integrity.md): `remove` marks the

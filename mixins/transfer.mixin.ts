@@ -2,6 +2,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import { duplicateInBatch, storedMeanwhile } from "../lib/catalogue/errors";
 import { EXPORT_PAGE, RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
 import type { ImportTally } from "../lib/transfer/import";
+import { isDuplicateId } from "../lib/storage/adapter";
 import { readOnly, type CatalogueSchema, type Row } from "./db.mixin";
 
 export interface TransferOptions {
@@ -11,12 +12,6 @@ export interface TransferOptions {
 	/** The params of the service's own `update` action for a record of the file. */
 	asUpdate?: (record: StoredRecord) => Record<string, unknown>;
 }
-
-/** NeDB's and MongoDB's refusal of a second record with an `_id` already stored. */
-const isDuplicateId = (err: unknown) => {
-	const { errorType, code } = err as { errorType?: string; code?: number };
-	return errorType === "uniqueViolated" || code === 11000;
-};
 
 interface TransferMethods {
 	/** Stores the records, absent until now, with their ids; throws, storing none, when one is refused. */

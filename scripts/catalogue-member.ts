@@ -4,22 +4,25 @@ import { ServiceBroker, type Middleware } from "moleculer";
 import brokerOptions from "../moleculer.config";
 import { config } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+import { readSnapshot } from "../lib/storage/sqlite-database";
 
 /** Where the catalogue a tool works on is: the cluster it joins, or the data folder it opens itself. */
 export const whereTheCatalogueIs = () =>
 	config.transporter
 		? "the cluster of TRANSPORTER (joined as the REPL joins it)"
-		: `the files of DATA_DIR ${config.dataDir} (opened here)`;
+		: `the database of DATA_DIR ${config.dataDir} (opened here)`;
 
 /**
  * A broker for a command-line tool that works through the catalogue's services, with the
  * catalogue's own options (namespace, NATS credentials, timeouts). With TRANSPORTER it joins the
- * cluster as `npm run repl` does; without, it runs the three data services itself on DATA_DIR,
- * which the catalogue must then not have open (the data files' lock refuses it). It answers once
- * the data services are reachable, or throws within START_TIMEOUT. Logs below a warning are left
- * out, and the rest go to stderr: stdout may be the export itself.
+ * cluster as `npm run repl` does; without, it runs the three data services itself on DATA_DIR:
+ * with `snapshot` (an export), they read one snapshot of the database beside a catalogue that may
+ * be writing it; otherwise they open it as the catalogue does, which a running catalogue may
+ * refuse (docs/storage.md, "One process or several"). It answers once the data services are
+ * reachable, or throws within START_TIMEOUT. Logs below a warning are left out, and the rest go to
+ * stderr: stdout may be the export itself.
  */
-export async function startMember(tool: string): Promise<ServiceBroker> {
+export async function startMember(tool: string, { snapshot = false } = {}): Promise<ServiceBroker> {
 	const broker = new ServiceBroker({
 		...brokerOptions,
 		nodeID: `${tool}-${hostname()}-${process.pid}`,
@@ -29,8 +32,13 @@ export async function startMember(tool: string): Promise<ServiceBroker> {
 		// No health port: the catalogue's own nodes have it.
 		middlewares: (brokerOptions.middlewares ?? []).filter(middleware => (middleware as Middleware).name !== "ReadinessProbe"),
 	});
-	if (!config.transporter)
+	if (!config.transporter) {
+		if (snapshot && config.storage === "file" && !config.mongoUri) {
+			const end = readSnapshot(config.dataDir);
+			broker.localBus.on("$broker.stopped", end);
+		}
 		for (const name of DATA_SERVICE_NAMES) broker.loadService(path.join(__dirname, "..", "services", `${name}.service.js`));
+	}
 	await broker.start();
 	await broker.waitForServices([...DATA_SERVICE_NAMES], config.startTimeoutMs).catch(async (err: Error) => {
 		await broker.stop();

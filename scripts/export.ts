@@ -7,7 +7,7 @@ import type { Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import type { ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
-import { syncFolder } from "../lib/storage/backup-folder";
+import { syncFolder } from "../lib/storage/backup";
 import { exportCatalogue, guarded, type ExportSummary } from "../lib/transfer/export";
 import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
 	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);
 	let broker: ServiceBroker | undefined;
 	try {
-		broker = await startMember("export");
+		broker = await startMember("export", { snapshot: true });
 		if (!(await exportTo(broker, target))) process.exitCode = 1;
 	} catch (err) {
 		console.error(`Export failed: ${(err as Error).message}`);

@@ -1,10 +1,10 @@
 import type { Context } from "moleculer";
 import { notFound, texts } from "../lib/catalogue/errors";
-import { AUTHOR_SORT, effectivePage, listParams, pageableRule, sortKeys, type Page } from "../lib/catalogue/page";
+import { AUTHOR_SORT, effectivePage, listParams, pageableRule, pageOrders, sortKeys, type Page } from "../lib/catalogue/page";
 import { idOf, text } from "../lib/catalogue/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
-import { deleting, referencedByGames } from "../mixins/referenced.mixin";
+import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
 
@@ -13,8 +13,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 	mixins: [
 		dbMixin({
 			collection: "authors",
-			indexes: ["name", "nationality"],
-			claims: [deleting.field],
+			orders: pageOrders(AUTHOR_SORT),
 			notFound: notFound(texts.authorNotFound),
 			failures: {
 				get: texts.fetchAuthor,

@@ -4,7 +4,7 @@ import { filter, idOf, text } from "../lib/catalogue/params";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
-import { deleting, referencedByGames } from "../mixins/referenced.mixin";
+import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./categories.types";
 
@@ -14,7 +14,6 @@ const CategoriesService: CatalogueSchema<Category> = {
 		dbMixin({
 			collection: "categories",
 			indexes: ["name"],
-			claims: [deleting.field],
 			notFound: notFound(texts.categoryNotFound),
 			failures: {
 				get: texts.fetchCategory,

@@ -7,7 +7,7 @@ import { notFound, texts } from "../lib/catalogue/errors";
 import { gameSearch, type GameSearch } from "../lib/catalogue/game-search";
 import { newId, newToken } from "../lib/catalogue/ids";
 import { orphans, referringTo, type References } from "../lib/integrity/integrity";
-import { effectivePage, GAME_SORT, listParams, pageableRule, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
+import { effectivePage, GAME_SORT, listParams, pageableRule, pageOrders, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
 import { filter, idOf, referenceTo, text, wholeNumber } from "../lib/catalogue/params";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
@@ -69,7 +69,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			collection: "games",
 			indexes: ["category", "author"],
 			sparseIndexes: ["draft", "change.category", "change.author", "change.at"],
-			claims: ["draft", changing.field],
+			orders: pageOrders(GAME_SORT, ["draft"]),
 			notFound: notFound(texts.gameNotFound),
 			failures: {
 				get: texts.fetchGames,

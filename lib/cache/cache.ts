@@ -30,6 +30,13 @@ const named = (type: keyof typeof CACHERS, options: object) => ({ type, options 
  * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since
  * nodes with caches of their own would each need every write's news before answering from them.
  */
+/** Whether answers are cached in this process's memory alone (no Redis, no cluster), so no other process may write its records. */
+export const cachesInThisProcess = ({
+	redisUrl,
+	transporter,
+	cacheMaxBytes,
+}: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">) => !redisUrl && !transporter && cacheMaxBytes > 0;
+
 export function cacherOptions({
 	redisUrl,
 	transporter,
@@ -38,6 +45,7 @@ export function cacherOptions({
 	const maxEntryBytes = Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE);
 	if (redisUrl)
 		return named("AnswersInRedis", { redis: redisUrl, ttl: REDIS_CACHE_TTL, nearBytes: cacheMaxBytes, nearEntryBytes: maxEntryBytes });
-	if (!transporter && cacheMaxBytes > 0) return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes });
+	if (cachesInThisProcess({ redisUrl, transporter, cacheMaxBytes }))
+		return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes });
 	return undefined;
 }

@@ -1,51 +1,37 @@
 /**
- * An online backup of the embedded store: a copy of the NeDB files of a DATA_DIR taken while the
- * catalogue that writes them runs, in this process or another, and kept only once NeDB reads it
- * back with every game's category and author in it. docs/operations.md, "Backups".
+ * An online backup of the embedded store: SQLite's backup of DATA_DIR's database, taken while a
+ * catalogue writes it, from its own process (the REPL) or another (`npm run backup`).
+ * docs/operations.md, "Backups".
  */
-import { closeSync, existsSync, fstatSync, openSync, read, realpathSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
+import { open, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import Datastore from "@seald-io/nedb";
-import { inSteps } from "../async/steps";
+import { backup, DatabaseSync } from "node:sqlite";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
 import type { CatalogueConfig } from "../config/config";
 import { orphans } from "../integrity/integrity";
-import { dataFile } from "./adapter";
-import { writeBackupFolder } from "./backup-folder";
-import { escapeLineBreaks, keepLine } from "./nedb-files";
+import { DATABASE_FILE, makeFolder, openForReading } from "./sqlite-database";
 
-/** Snapshots taken before a backup gives up: a write lands between two opens rarely, twice in a row more rarely still. */
-const BACKUP_TRIES = 5;
+/** The file written last into a backup's folder: a folder without it holds no finished backup. */
+export const MANIFEST = "backup.json";
 
-/** Records put into NeDB's indexes between two turns of the event loop: a few milliseconds' work. */
-const INSERT_STEP = 2000;
+/** SQLite copies this many pages per step at most: all of them, in one step, so that no write restarts the copy. */
+const ALL_PAGES = 0x7fffffff;
 
 /** What a finished backup says of itself, in its manifest and to whoever ran it. */
 export interface Backup {
 	dataDir: string;
-	/** When the snapshot kept was taken (ISO 8601). */
+	/** When the snapshot was taken (ISO 8601). */
 	takenAt: string;
-	/** Snapshots taken until one held every game's category and author. */
-	tries: number;
-	/** False when the folder lacks categories.db or authors.db (a cluster node keeps its own collection only). */
-	referencesChecked: boolean;
-	/** Each collection copied: its records and its file's bytes. */
-	collections: Partial<Record<DataServiceName, { records: number; bytes: number }>>;
+	/** The records of each collection in the copy. */
+	collections: Record<DataServiceName, number>;
+	/** The copy's size. */
+	bytes: number;
+	/** Games of the copy whose category or author it lacks (none, unless the database itself has such games). */
+	orphans: number;
 }
 
-export interface BackupOptions {
-	tries?: number;
-	/** Called after each file of a snapshot is opened: where a test lands the write another process may. */
-	opened?: (collection: DataServiceName) => void;
-}
-
-/** A collection's file as a snapshot holds it: open, with its size at that instant. */
-type Opened = { collection: DataServiceName; fd: number; size: number };
-type Copy = { collection: DataServiceName; bytes: Buffer; records: Record<string, unknown>[] };
-
-const FILE_NAMES = DATA_SERVICE_NAMES.map(name => `${name}.db`).join(", ");
-
-/** Why this configuration leaves no files to back up (MongoDB, memory), or undefined when it keeps NeDB files. */
+/** Why this configuration leaves no database to back up (MongoDB, memory), or undefined when it keeps one. */
 export function noFilesToBackUp({ mongoUri, storage }: Pick<CatalogueConfig, "mongoUri" | "storage">): string | undefined {
 	if (mongoUri)
 		return (
@@ -55,159 +41,95 @@ export function noFilesToBackUp({ mongoUri, storage }: Pick<CatalogueConfig, "mo
 	return storage === "memory" ? "STORAGE=memory keeps no files: there is nothing to back up." : undefined;
 }
 
-/** The file opened for reading, or undefined when there is none. */
-function openIfThere(file: string): number | undefined {
-	try {
-		return openSync(file, "r");
-	} catch (err) {
-		if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-		throw err;
-	}
+/** Flushes a folder's entries (the renames and removals in it) to the disk. */
+export async function syncFolder(dir: string): Promise<void> {
+	const handle = await open(dir, "r");
+	await handle.sync().finally(() => handle.close());
 }
 
-/**
- * The collections' files open, each with its size, taken in one synchronous stretch: in the process
- * that writes them (each append one synchronous write, a compaction one rename), no write lands in
- * between, so together they are one instant. A compaction's rename leaves an open file whole.
- */
-function snapshot(dataDir: string, opened?: BackupOptions["opened"]): Opened[] {
-	const files: Opened[] = [];
-	try {
-		for (const collection of DATA_SERVICE_NAMES) {
-			const fd = openIfThere(dataFile(dataDir, collection));
-			if (fd === undefined) continue;
-			files.push({ collection, fd, size: fstatSync(fd).size });
-			opened?.(collection);
-		}
-	} catch (err) {
-		for (const { fd } of files) closeSync(fd);
-		throw err;
-	}
-	return files;
-}
-
-const readAt = (fd: number, into: Buffer, at: number) =>
-	new Promise<number>((resolve, reject) =>
-		read(fd, into, at, into.length - at, at, (err, bytes) => (err ? reject(err) : resolve(bytes))),
-	);
-
-/** The file's bytes up to its snapshot size, cut after the last "\n": another process's append may be half there. */
-async function wholeLines({ fd, size }: Omit<Opened, "collection">): Promise<Buffer> {
-	const bytes = Buffer.alloc(size);
-	let end = 0;
-	for (let got = 1; end < size && got > 0; end += got) got = await readAt(fd, bytes, end);
-	return bytes.subarray(0, bytes.subarray(0, end).lastIndexOf(0x0a) + 1);
-}
-
-/**
- * The records of a copy as the adapter's NeDB loads them (`$$deleted` and index lines applied);
- * throws on a line it cannot read. NeDB reads the text in one synchronous call (about 0.3 s at
- * 100,000 games, which the REPL's process spends away from its requests); the records go into its
- * indexes a step at a time.
- */
-async function records(bytes: Buffer): Promise<Record<string, unknown>[]> {
-	const db = new Datastore<Record<string, unknown>>({
-		inMemoryOnly: true,
-		afterSerialization: escapeLineBreaks,
-		beforeDeserialization: keepLine,
-		corruptAlertThreshold: 0,
-	});
-	// NeDB's own reading of a data file's text, which its load runs; it does not export it by name.
-	const reader = db.persistence as unknown as {
-		treatRawData(text: string): { data: Record<string, unknown>[]; indexes: Record<string, Datastore.EnsureIndexOptions> };
-	};
-	const { data, indexes } = reader.treatRawData(bytes.toString("utf8"));
-	for (const index of Object.values(indexes)) await db.ensureIndexAsync(index);
-	for await (const step of inSteps(data, INSERT_STEP)) await db.insertAsync(step);
-	return db.getAllData();
-}
-
-/** One snapshot's copies, each with its records, or with why they are not a catalogue: a line of one NeDB cannot read. */
-async function takeCopies(dataDir: string, opened: BackupOptions["opened"]): Promise<{ taken: Copy[]; problem?: string }> {
-	const files = snapshot(dataDir, opened);
-	const taken: Copy[] = [];
-	try {
-		for (const { collection, ...file } of files) {
-			const bytes = await wholeLines(file);
-			const loaded = await records(bytes).catch((err: Error) => err);
-			if (loaded instanceof Error) return { taken, problem: `${collection}.db holds a line NeDB cannot read (${loaded.message})` };
-			taken.push({ collection, bytes, records: loaded });
-		}
-	} finally {
-		for (const { fd } of files) closeSync(fd);
-	}
-	return { taken };
-}
-
-/** Whether the copies hold categories and authors, against which the games' references are checked. */
-const referencesChecked = (taken: Copy[]) => ["categories", "authors"].every(name => taken.some(copy => copy.collection === name));
-
-/** The games of the copies whose category or author is not in them, said in a line; undefined when there are none. */
-function missingReferences(taken: Copy[]): string | undefined {
-	if (!referencesChecked(taken)) return undefined;
-	const of = (name: DataServiceName) => taken.find(copy => copy.collection === name)?.records ?? [];
-	const ids = (name: DataServiceName) => new Set(of(name).map(record => String(record._id)));
-	const games = of("games").map(game => ({ id: String(game._id), category: String(game.category), author: String(game.author) }));
-	const missing = orphans(games, { categories: ids("categories"), authors: ids("authors") });
-	if (missing.length === 0) return undefined;
-	const named = missing.slice(0, 5).map(game => `${game.id} (${game.missing.join(", ")})`);
-	return `${missing.length} game(s) refer to a missing category or author: ${named.join(", ")}`;
-}
-
-/** Snapshots of `from` until one is a whole catalogue, at most `tries`; throws when none was, or there are no files. */
-async function consistentCopies(from: string, { tries = BACKUP_TRIES, opened }: BackupOptions) {
-	for (let tried = 1; ; tried++) {
-		const takenAt = new Date();
-		const { taken, problem = missingReferences(taken) } = await takeCopies(from, opened);
-		if (!problem && taken.length === 0)
-			throw new Error(`No catalogue files in ${from} (${FILE_NAMES}): is it the DATA_DIR the catalogue writes?`);
-		if (!problem) return { taken, takenAt, tried };
-		if (tried >= tries)
-			throw new Error(
-				`No consistent copy of ${from} in ${tried} tries: ${problem}. Either writes kept getting between the files, ` +
-					"or the files themselves hold such games (the REPL's `integrity` command lists them).",
-			);
-	}
+/** Flushes a file to the disk. */
+async function syncFile(file: string): Promise<void> {
+	const handle = await open(file, "r+");
+	await handle.sync().finally(() => handle.close());
 }
 
 /** The path a folder really is (symbolic links followed), or as given when there is none yet. */
 const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : dir);
 
 /**
- * Copies the collections' files of `dataDir` into `targetDir` as `<collection>.db`, then `backup.json`,
- * while a catalogue may write them; returns what it copied. A snapshot whose games lack a category
- * or author (a write got between two opens, out of process) is taken again, up to `tries` times.
- * The folder never holds a torn file (`writeBackupFolder`).
+ * What the copy holds: each collection's records, and its games without their category or author.
+ * The copy is first made one file of its own (no WAL beside it), which a restore copies alone.
  */
-export async function backupDataDir(dataDir: string, targetDir: string, options: BackupOptions = {}): Promise<Backup> {
+function contents(file: string): Pick<Backup, "collections" | "orphans"> {
+	const db = new DatabaseSync(file);
+	try {
+		db.exec("PRAGMA journal_mode = DELETE");
+		const ids = (name: DataServiceName) =>
+			new Set((db.prepare(`SELECT _id FROM ${name}`).all() as { _id: string }[]).map(row => row._id));
+		const collections = Object.fromEntries(
+			DATA_SERVICE_NAMES.map(name => [name, (db.prepare(`SELECT count(*) AS n FROM ${name}`).get() as { n: number }).n]),
+		) as Record<DataServiceName, number>;
+		const games = db
+			.prepare("SELECT _id AS id, json_extract(doc, '$.category') AS category, json_extract(doc, '$.author') AS author FROM games")
+			.all() as { id: string; category: string; author: string }[];
+		return { collections, orphans: orphans(games, { categories: ids("categories"), authors: ids("authors") }).length };
+	} finally {
+		db.close();
+	}
+}
+
+/**
+ * Copies the database of `dataDir` into `targetDir` as catalogue.sqlite, then writes `backup.json`,
+ * while a catalogue may write it; returns what it copied. The copy is one snapshot of the three
+ * collections, taken in one step of SQLite's backup. It is written beside its place and renamed
+ * there once on the disk, and the manifest goes last: the folder never holds a torn copy.
+ */
+export async function backupDataDir(dataDir: string, targetDir: string): Promise<Backup> {
 	const [from, to] = [path.resolve(dataDir), path.resolve(targetDir)];
 	if (realFolder(to) === realFolder(from))
 		throw new Error(
 			`The backup's folder ${to} is the data folder itself: give another one (the copy would be written over what it copies).`,
 		);
-	const { taken, takenAt, tried } = await consistentCopies(from, options);
-	const backup: Backup = {
-		dataDir: from,
-		takenAt: takenAt.toISOString(),
-		tries: tried,
-		referencesChecked: referencesChecked(taken),
-		collections: Object.fromEntries(taken.map(copy => [copy.collection, { records: copy.records.length, bytes: copy.bytes.length }])),
-	};
-	await writeBackupFolder(to, taken, backup);
-	return backup;
+	const source = openForReading(from);
+	makeFolder(to);
+	const [copy, partial, manifest] = [path.join(to, DATABASE_FILE), path.join(to, `${DATABASE_FILE}.partial`), path.join(to, MANIFEST)];
+	let taken: Backup;
+	try {
+		await rm(partial, { force: true });
+		const takenAt = new Date().toISOString();
+		await backup(source, partial, { rate: ALL_PAGES });
+		const held = contents(partial);
+		await syncFile(partial);
+		taken = { dataDir: from, takenAt, ...held, bytes: (await stat(partial)).size };
+	} catch (err) {
+		await rm(partial, { force: true });
+		throw err;
+	} finally {
+		source.close();
+	}
+	// From here until the new manifest, the folder holds no finished backup.
+	await rm(manifest, { force: true });
+	await rename(partial, copy);
+	await syncFolder(to);
+	await writeFile(`${manifest}.partial`, `${JSON.stringify(taken, null, 2)}\n`, { flush: true });
+	await rename(`${manifest}.partial`, manifest);
+	await syncFolder(to);
+	return taken;
 }
 
-/** The lines an operator reads after a backup: from where to where, in how many tries, each collection's records and bytes. */
-export function backupText(backup: Backup, targetDir: string): string {
-	const tries = backup.tries === 1 ? "1 try" : `${backup.tries} tries (a write got between the files)`;
-	const rows = Object.entries(backup.collections).map(
-		([name, copied]) => `${name.padEnd(12)} ${String(copied.records).padStart(8)} ${String(copied.bytes).padStart(12)}`,
-	);
-	const unchecked = backup.referencesChecked ? [] : ["Games' categories and authors not checked: their files are not in this folder."];
+/** The lines an operator reads after a backup: from where to where, when, each collection's records. */
+export function backupText(taken: Backup, targetDir: string): string {
+	const rows = Object.entries(taken.collections).map(([name, records]) => `${name.padEnd(12)} ${String(records).padStart(8)}`);
+	const orphaned =
+		taken.orphans > 0
+			? [
+					`${taken.orphans} game(s) refer to a missing category or author, in the database itself: the REPL's \`integrity\` lists them.`,
+				]
+			: [];
 	return [
-		`Backed up ${backup.dataDir} to ${path.resolve(targetDir)} in ${tries}, snapshot at ${backup.takenAt}:`,
-		`${"collection".padEnd(12)} ${"records".padStart(8)} ${"bytes".padStart(12)}`,
+		`Backed up ${taken.dataDir} to ${path.join(path.resolve(targetDir), DATABASE_FILE)} (${taken.bytes} bytes), snapshot at ${taken.takenAt}:`,
+		`${"collection".padEnd(12)} ${"records".padStart(8)}`,
 		...rows,
-		...unchecked,
+		...orphaned,
 	].join("\n");
 }

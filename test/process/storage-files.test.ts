@@ -1,10 +1,16 @@
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { runTool } from "../support/transfer";
 import { startNode, startProcess, type Node } from "../support/process";
+import { canMountTmpfs, mountTmpfs, unmount } from "../support/tmpfs";
 
-// The NeDB files of `npm start` after a crash: docs/storage.md, "What a crash can and cannot lose".
+// DATA_DIR at start (docs/storage.md): a folder of the previous release's NeDB files migrated, a
+// folder or file that cannot be used refused in one line, and one process at a time.
 
+const FIXTURE = path.join(__dirname, "..", "fixtures", "nedb-data-dir");
 const dirs: string[] = [];
 const nodes: Node[] = [];
 afterAll(async () => {
@@ -18,77 +24,180 @@ function dataFolder(): string {
 	return dir;
 }
 
-/** Everything the catalogue lists, to compare before and after a restart. */
+/** Everything the catalogue lists, to compare. */
 async function everything(api: { get(path: string): Promise<{ body: unknown }> }) {
 	return {
-		categories: (await api.get("/category")).body,
-		authors: (await api.get("/author")).body,
-		games: (await api.get("/game")).body,
+		category: (await api.get("/category")).body,
+		author: (await api.get("/author")).body,
+		game: (await api.get("/game")).body,
 	};
 }
 
-/**
- * A node on `dataDir` with a few records of each kind, killed (SIGKILL) once they are acknowledged;
- * what it listed. A dozen authors: NeDB's default would drop one damaged line in ten without a word.
- */
-async function writeAndKill(dataDir: string) {
-	const first = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
-	nodes.push(first);
-	try {
-		const euro = await first.api.category("Euro");
-		await first.api.category("Abstract");
-		const knizia = await first.api.author("Reiner Knizia", "German");
-		for (let n = 1; n < 12; n++) await first.api.author(`Author ${n}`, "Any");
-		await first.api.game("Tigris & Euphrates", euro, knizia, 12);
-		return await everything(first.api);
-	} finally {
-		await first.kill();
-	}
+/** What the previous release listed for the fixture's NeDB files. */
+const listedBefore = () =>
+	Object.fromEntries(
+		["category", "author", "game"].map(kind => [kind, JSON.parse(readFileSync(path.join(FIXTURE, `listed-${kind}.json`), "utf8"))]),
+	);
+
+const NEDB_FILES = ["authors.db", "categories.db", "games.db"];
+
+/** A node on `env` that must end by itself: its exit code and output, or "running" after `ms`. */
+async function ending(env: NodeJS.ProcessEnv, ms = 15_000) {
+	const node = startNode({ STORAGE: "file", START_TIMEOUT: "10", ...env });
+	nodes.push(node);
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<"running">(resolve => (timer = setTimeout(() => resolve("running"), ms)));
+	const code = await Promise.race([node.exited, late]).finally(() => clearTimeout(timer));
+	return { code, output: node.output() };
 }
 
-test("a half-written last line is cut off at start, kept in a copy, and every acknowledged record is there", async () => {
+test("a DATA_DIR of the previous release's NeDB files starts migrated, listing exactly what it listed; the files are kept aside, named in the log", async () => {
 	const dataDir = dataFolder();
-	const written = await writeAndKill(dataDir);
-	// What a process killed in the middle of appending a record leaves.
-	const torn = '{"name":"Ameritrash","_id":"01J';
-	appendFileSync(path.join(dataDir, "categories.db"), torn);
+	cpSync(FIXTURE, dataDir, { recursive: true, filter: file => !file.endsWith(".json") });
+	const first = await startProcess({ DATA_DIR: dataDir, STORAGE: "file", LOGLEVEL: "info" });
+	nodes.push(first);
+	try {
+		expect(await everything(first.api)).toEqual(listedBefore());
+	} finally {
+		await first.stop();
+	}
+	const aside = readdirSync(dataDir).filter(name => name.startsWith("nedb-"));
+	expect(aside).toHaveLength(1);
+	expect(readdirSync(path.join(dataDir, aside[0])).sort()).toEqual(NEDB_FILES);
+	for (const file of NEDB_FILES) expect(existsSync(path.join(dataDir, file))).toBe(false);
+	expect(first.output()).toContain(`The NeDB files are kept in ${path.join(dataDir, aside[0])}`);
+	expect(first.output()).toMatch(/Migrated 25 games from the NeDB file/);
 
-	const second = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
+	const second = await startProcess({ DATA_DIR: dataDir, STORAGE: "file", LOGLEVEL: "info" });
 	nodes.push(second);
 	try {
-		expect((await second.api.get("/health/ready")).status).toBe(200);
-		expect(await everything(second.api)).toEqual(written);
+		expect(await everything(second.api)).toEqual(listedBefore());
+		expect(second.output()).not.toContain("Migrated");
 	} finally {
 		await second.stop();
 	}
-	const copies = readdirSync(dataDir).filter(name => name.startsWith("categories.db.torn-"));
-	expect(copies).toHaveLength(1);
-	const copy = path.join(dataDir, copies[0]);
-	expect(readFileSync(copy, "utf8")).toBe(torn);
-	expect(second.output()).toContain(`Removed ${torn.length} bytes from the end of ${path.join(dataDir, "categories.db")}`);
-	expect(second.output()).toContain(`The bytes are kept in ${copy}.`);
-	expect(readFileSync(path.join(dataDir, "categories.db"), "utf8")).not.toContain(torn);
 });
 
-test("a damaged line before the end stops the node with exit code 1, naming the file, the line and what to do; the file is left as it was", async () => {
+test("a migration killed (SIGKILL) while it runs is run again whole at the next start", async () => {
 	const dataDir = dataFolder();
-	await writeAndKill(dataDir);
-	const file = path.join(dataDir, "authors.db");
-	const lines = readFileSync(file, "utf8").split("\n");
-	const damaged = [lines[0], "#%garbage", ...lines.slice(1)].join("\n");
-	writeFileSync(file, damaged);
+	// Enough records that the migration takes a while: the fixture's games, then 150,000 more of them.
+	cpSync(FIXTURE, dataDir, { recursive: true, filter: file => !file.endsWith(".json") });
+	const [game] = readFileSync(path.join(FIXTURE, "games.db"), "utf8")
+		.split("\n")
+		.filter(line => line.includes('"title"'))
+		.map(line => JSON.parse(line) as Record<string, unknown>);
+	const more = Array.from({ length: 150_000 }, (_, n) => JSON.stringify({ ...game, _id: `01ZZ${String(n).padStart(22, "0")}` }));
+	writeFileSync(path.join(dataDir, "games.db"), `${readFileSync(path.join(FIXTURE, "games.db"), "utf8")}${more.join("\n")}\n`);
+	/** Whether a kill landed once the database was made and the NeDB files were still unmigrated. */
+	let midway = false;
+	for (let delay = 150; delay < 5000; delay *= 1.3) {
+		const node = startNode({ DATA_DIR: dataDir, STORAGE: "file" });
+		nodes.push(node);
+		await new Promise(resolve => setTimeout(resolve, delay));
+		await node.kill();
+		const unmigrated = NEDB_FILES.every(file => existsSync(path.join(dataDir, file)));
+		if (unmigrated && existsSync(path.join(dataDir, "catalogue.sqlite"))) {
+			const db = new DatabaseSync(path.join(dataDir, "catalogue.sqlite"), { readOnly: true });
+			try {
+				expect(db.prepare("SELECT count(*) AS n FROM games").get()).toEqual({ n: 0 });
+				midway = true;
+			} catch (err) {
+				// The kill landed before the tables were made: nothing to check yet.
+				if (!String(err).includes("no such table")) throw err;
+			} finally {
+				db.close();
+			}
+		}
+		if (!unmigrated) break;
+	}
+	expect(midway).toBe(true);
+	const after = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" }, 60_000);
+	nodes.push(after);
+	try {
+		const games = (await after.api.get("/game")).body as unknown[];
+		expect(games).toHaveLength(25 + 150_000);
+	} finally {
+		await after.stop();
+	}
+}, 120_000);
 
-	const node = startNode({ DATA_DIR: dataDir, STORAGE: "file" });
-	nodes.push(node);
-	let timer: NodeJS.Timeout | undefined;
-	const late = new Promise<"running">(resolve => (timer = setTimeout(() => resolve("running"), 15_000)));
-	const code = await Promise.race([node.exited, late]).finally(() => clearTimeout(timer));
-	expect({ code, output: node.output() }).toEqual({
-		code: 1,
-		output: expect.stringContaining(`The data file ${file} is damaged at line 2`),
+describe("a DATA_DIR that cannot be used stops the start at once with one line naming the variable, the path and why; exit code 1", () => {
+	const oneLine = (output: string) => {
+		expect(output).not.toMatch(/^\s+at /m);
+		expect(output).not.toContain("Reconnecting");
+		expect(output.match(/DATA_DIR \S+ cannot be used|is not a catalogue's database|is in use/g)).toHaveLength(1);
+	};
+
+	test.each([
+		["under a regular file", () => path.join(makeFile(), "data"), "ENOTDIR"],
+		["on /proc", () => "/proc/nope/data", "ENOENT"],
+	])("%s", async (_case, dataDir, reason) => {
+		const dir = dataDir();
+		const { code, output } = await ending({ DATA_DIR: dir });
+		expect(code).toBe(1);
+		expect(output).toContain(`DATA_DIR ${dir} cannot be used: ${reason}`);
+		oneLine(output);
 	});
-	expect(node.output()).toContain(
-		`Restore ${file} from a backup, or repair or remove line 2 (one JSON record per line), then start again.`,
-	);
-	expect(readFileSync(file, "utf8")).toBe(damaged);
+
+	test("a read-only file system", async () => {
+		if (!canMountTmpfs()) throw new Error("mounting a read-only tmpfs needs root, as CI runs the tests");
+		const dir = dataFolder();
+		mountTmpfs(dir, "64k");
+		try {
+			execFileSync("mount", ["-o", "remount,ro", dir]);
+			const { code, output } = await ending({ DATA_DIR: dir });
+			expect(code).toBe(1);
+			expect(output).toMatch(new RegExp(`DATA_DIR ${dir} cannot be used: .*(read-only|readonly|unable to open)`, "i"));
+			oneLine(output);
+		} finally {
+			unmount(dir);
+		}
+	});
+
+	test("a file that is not a database, and another application's SQLite database, are named and left as they were", async () => {
+		const damaged = dataFolder();
+		const bytes = Buffer.from("this is not a SQLite database at all, but it is long enough to look at ".repeat(20));
+		writeFileSync(path.join(damaged, "catalogue.sqlite"), bytes);
+		const first = await ending({ DATA_DIR: damaged });
+		expect(first.code).toBe(1);
+		expect(first.output).toContain(
+			`DATA_DIR ${damaged} cannot be used: ${path.join(damaged, "catalogue.sqlite")}: file is not a database`,
+		);
+		oneLine(first.output);
+		expect(readFileSync(path.join(damaged, "catalogue.sqlite")).equals(bytes)).toBe(true);
+
+		const foreign = dataFolder();
+		const other = new DatabaseSync(path.join(foreign, "catalogue.sqlite"));
+		other.exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY)");
+		other.close();
+		const second = await ending({ DATA_DIR: foreign });
+		expect(second.code).toBe(1);
+		expect(second.output).toContain(
+			`${path.join(foreign, "catalogue.sqlite")} is not a catalogue's database (it holds tables invoices)`,
+		);
+		oneLine(second.output);
+	});
 });
+
+test("a second catalogue on a DATA_DIR in use is refused while the first caches in its memory; a backup beside it is not", async () => {
+	const dataDir = dataFolder();
+	const first = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
+	nodes.push(first);
+	try {
+		const second = await ending({ DATA_DIR: dataDir, PORT: "0" });
+		expect(second.code).toBe(1);
+		expect(second.output).toContain(`DATA_DIR ${dataDir} is in use by another catalogue process (process ${first.child.pid})`);
+		// Readers are not refused: the backup copies it while it runs.
+		const backup = await runTool("backup", [path.join(dataFolder(), "copy")], { env: { DATA_DIR: dataDir, STORAGE: "file" } });
+		expect(backup.code).toBe(0);
+		expect((await first.api.get("/health/ready")).status).toBe(200);
+	} finally {
+		await first.stop();
+	}
+});
+
+function makeFile(): string {
+	const file = path.join(dataFolder(), "a-file");
+	writeFileSync(file, "not a folder");
+	return file;
+}

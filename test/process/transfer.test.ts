@@ -225,21 +225,20 @@ describe("a file refused before anything is written, naming its first bad line",
 describe("interrupted and concurrent runs", () => {
 	test("kill -9 in the middle of an import into an embedded catalogue, run again: the catalogue equals the file, with no duplicate", async () => {
 		const target = path.join(dir, "killed");
-		const games = path.join(target, "games.db");
+		const wal = path.join(target, "catalogue.sqlite-wal");
 		// Long enough an import to be killed in the middle of its games.
 		const file = path.join(dir, "100k.jsonl");
 		await writeSyntheticExport(file, { categories: 20, authors: 200, games: 100_000 });
 		let pid = 0;
 		const killed = runTool("import", [file], { env: embedded(target), started: started => (pid = started) });
-		await waitFor("the import has written some games", async () => existsSync(games) && statSync(games).size > 200_000, [], 60_000);
+		await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
 		process.kill(pid, "SIGKILL");
 		const first = await killed;
 		expect(first.signal).toBe("SIGKILL");
-		// The lock the killed import held is left behind, and taken over.
-		expect(existsSync(`${games}.lock`)).toBe(true);
 
+		// The killed process's hold on the folder went with it.
 		const rerun = await runTool("import", [file], { env: embedded(target) });
-		expect(rerun.output).not.toMatch(/WARN|could not be locked/);
+		expect(rerun.output).not.toMatch(/WARN|in use/);
 		expect(rerun.code).toBe(0);
 		const [, created, unchanged] = /Read \d+: (\d+) created, (\d+) unchanged, 0 updated, 0 refused/.exec(rerun.output)!.map(Number);
 		console.log(`transfer.test.ts: the import run again after kill -9: ${created} created, ${unchanged} unchanged`);
@@ -270,21 +269,53 @@ describe("interrupted and concurrent runs", () => {
 		expect(recordsOf(target)).toBe(recordsOf(file));
 	}, 120_000);
 
-	test("import and export refuse the data files of a catalogue running on them, saying which process holds them", async () => {
+	test("beside a catalogue running on its folder, an import is refused saying which process holds it and what to do; an export reads it", async () => {
 		let running: RunningCatalogue | undefined;
+		const exported = path.join(dir, "beside.jsonl");
 		try {
 			running = await startProcess(embedded(sourceDir));
-			for (const tool of ["import", "export"] as const) {
-				const run = await runTool(tool, tool === "import" ? [sourceFile] : [path.join(dir, "refused.jsonl")], {
-					env: embedded(sourceDir),
-				});
-				expect(run.output).toMatch(new RegExp(`is in use by process ${running.child.pid}`));
-				expect(run.code).toBe(1);
-			}
+			const refused = await runTool("import", [sourceFile], { env: embedded(sourceDir) });
+			expect(refused.output).toContain(
+				`DATA_DIR ${sourceDir} is in use by another catalogue process (process ${running.child.pid}): stop it first`,
+			);
+			expect(refused.output).toContain("the same REDIS_URL");
+			expect(refused.code).toBe(1);
+			const beside = await runTool("export", [exported], { env: embedded(sourceDir) });
+			expect(beside.code).toBe(0);
 			expect(await listsOf(running.api.url)).toEqual(sourceLists);
 		} finally {
 			await running?.stop();
 		}
-		expect(existsSync(path.join(dir, "refused.jsonl"))).toBe(false);
+		expect(recordsOf(exported)).toBe(recordsOf(sourceFile));
 	}, 60_000);
+
+	test("an export of an embedded catalogue taken while it writes reads one snapshot: consistent, nothing read again", async () => {
+		const data = path.join(dir, "snapshot");
+		expect((await runTool("import", [sourceFile], { env: embedded(data) })).code).toBe(0);
+		const running = await startProcess(embedded(data));
+		let writing = true;
+		let written = 0;
+		const writer = async () => {
+			while (writing) {
+				const category = await running.api.category(`During ${newId()}`);
+				const author = await running.api.author(`During ${newId()}`, "Irish");
+				await running.api.game(`During ${newId()}`, category, author);
+				written++;
+			}
+		};
+		const writers = [writer(), writer()];
+		const during = path.join(dir, "snapshot.jsonl");
+		try {
+			await waitFor("writes go on", async () => written >= 10, [], 30_000);
+			const exported = await runTool("export", [during], { env: embedded(data) });
+			expect(exported.code).toBe(0);
+			expect(exported.output).not.toMatch(/read again|left out/);
+			expect(await problemOf(during)).toBeUndefined();
+		} finally {
+			writing = false;
+			await Promise.all(writers);
+			await running.stop();
+		}
+		expect(written).toBeGreaterThan(10);
+	}, 120_000);
 });

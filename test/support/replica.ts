@@ -1,23 +1,24 @@
 import type { Service, ServiceSchema } from "moleculer";
-import { MemoryAdapter } from "moleculer-db";
+import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 
-/** What moleculer-db's memory adapter keeps once connected, which its type declarations leave out. */
-type Connected = { db?: unknown };
+/** What a connected SqliteAdapter keeps, which it does not expose. */
+type Connected = { database?: unknown };
 
-/**
- * moleculer-db's memory adapter over the NeDB datastore another adapter has connected to: its
- * connect() promisifies the datastore's methods, so a second connect on one datastore would wrap
- * them twice.
- */
-class SharedMemoryAdapter extends MemoryAdapter {
+/** The SQLite adapter over the in-memory database another adapter has opened; it leaves closing it to that one. */
+class SharedMemoryAdapter extends SqliteAdapter {
 	constructor(private readonly primary: Service) {
-		super();
+		super({ dataDir: null, holding: "shared", collection: primary.name, indexes: [], sparseIndexes: [], orders: [] });
 	}
 
 	override connect(): Promise<void> {
-		const { db } = (this.primary as unknown as { adapter: Connected }).adapter;
-		if (!db) return Promise.reject(new Error(`${this.primary.name}'s store is not connected yet: start the replica after it`));
-		(this as Connected).db = db;
+		const { database } = (this.primary as unknown as { adapter: Connected }).adapter;
+		if (!database) return Promise.reject(new Error(`${this.primary.name}'s store is not connected yet: start the replica after it`));
+		(this as unknown as Connected).database = database;
+		return Promise.resolve();
+	}
+
+	override disconnect(): Promise<void> {
+		(this as unknown as Connected).database = undefined;
 		return Promise.resolve();
 	}
 }

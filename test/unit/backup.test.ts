@@ -1,145 +1,118 @@
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import fsPromises from "node:fs/promises";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { backupDataDir, backupText, noFilesToBackUp } from "../../lib/storage/backup";
-import { MANIFEST } from "../../lib/storage/backup-folder";
-import { cutTornTail } from "../../lib/storage/nedb-files";
+import { DatabaseSync } from "node:sqlite";
+import { backupDataDir, backupText, MANIFEST, noFilesToBackUp } from "../../lib/storage/backup";
+import { DATABASE_FILE, openDatabase, type Database } from "../../lib/storage/sqlite-database";
 
-// lib/storage/backup.ts on NeDB files written here line by line, as the adapter appends them.
+// lib/storage/backup.ts on a SQLite database this process holds open and writes, as the REPL's node does.
 
 let root: string;
 let dataDir: string;
 let target: string;
+let database: Database;
 beforeEach(async () => {
 	root = await mkdtemp(path.join(tmpdir(), "catalogue-backup-"));
 	[dataDir, target] = [path.join(root, "data"), path.join(root, "backup")];
 	mkdirSync(dataDir);
+	database = openDatabase(dataDir, "alone");
 });
 afterEach(async () => {
 	jest.restoreAllMocks();
+	database.release();
 	await rm(root, { recursive: true, force: true });
 });
 
-/** Appends records (or NeDB's `$$deleted` and `$$indexCreated` lines) to a collection's file, one line each. */
-const append = (collection: string, ...records: object[]) =>
-	appendFileSync(path.join(dataDir, `${collection}.db`), records.map(record => `${JSON.stringify(record)}\n`).join(""));
+const insert = (collection: string, id: string, doc: object) =>
+	database.writer.prepare(`INSERT INTO ${collection} (_id, doc) VALUES (?, ?)`).run(id, JSON.stringify(doc));
 
-const category = (id: string) => ({ name: `Category ${id}`, _id: id });
-const author = (id: string) => ({ name: `Author ${id}`, nationality: "German", _id: id });
-const game = (id: string, categoryId: string, authorId: string) => ({
-	title: `Game ${id}`,
-	age: 10,
-	category: categoryId,
-	author: authorId,
-	_id: id,
-});
-
-/** A small catalogue: a removed category, an index line, and a game updated (its second line wins). */
-function catalogue(): void {
-	append("categories", category("c1"), category("c2"), { $$deleted: true, _id: "c2" });
-	append("authors", author("a1"), { $$indexCreated: { fieldName: "name", unique: false, sparse: false } });
-	append("games", game("g1", "c1", "a1"), { ...game("g1", "c1", "a1"), title: "Renamed" });
+/** A category, an author and a game in them; `n` tells them apart. */
+function records(n: number): void {
+	insert("categories", `c${n}`, { name: `Category ${n}` });
+	insert("authors", `a${n}`, { name: `Author ${n}`, nationality: "German" });
+	insert("games", `g${n}`, { title: `Game ${n}`, age: 10, category: `c${n}`, author: `a${n}` });
 }
 
-const copied = (collection: string) => readFileSync(path.join(target, `${collection}.db`), "utf8");
-const stored = (collection: string) => readFileSync(path.join(dataDir, `${collection}.db`), "utf8");
+const rowsOf = (file: string, collection: string) => {
+	const copy = new DatabaseSync(file, { readOnly: true });
+	try {
+		return copy.prepare(`SELECT _id, doc FROM ${collection} ORDER BY _id`).all();
+	} finally {
+		copy.close();
+	}
+};
 
-test("copies each file whole, with NeDB's count of its records, and writes backup.json last", async () => {
-	catalogue();
+test("copies the database whole, counts each collection, and writes backup.json last", async () => {
+	records(1);
+	records(2);
 	const backup = await backupDataDir(dataDir, target);
-	for (const collection of ["categories", "authors", "games"]) expect(copied(collection)).toBe(stored(collection));
-	expect(backup).toMatchObject({
-		dataDir,
-		tries: 1,
-		referencesChecked: true,
-		collections: {
-			categories: { records: 1, bytes: Buffer.byteLength(stored("categories")) },
-			authors: { records: 1, bytes: Buffer.byteLength(stored("authors")) },
-			games: { records: 1, bytes: Buffer.byteLength(stored("games")) },
-		},
-	});
+	const copy = path.join(target, DATABASE_FILE);
+	for (const collection of ["categories", "authors", "games"])
+		expect(rowsOf(copy, collection)).toEqual(database.writer.prepare(`SELECT _id, doc FROM ${collection} ORDER BY _id`).all());
+	expect(backup).toMatchObject({ dataDir, collections: { categories: 2, authors: 2, games: 2 }, orphans: 0 });
 	expect(JSON.parse(readFileSync(path.join(target, MANIFEST), "utf8"))).toEqual(backup);
-	expect(readdirSync(target).sort()).toEqual(["authors.db", "backup.json", "categories.db", "games.db"]);
-	expect(backupText(backup, target)).toMatch(/in 1 try[^]*\ngames\s+1\s+\d+/);
+	expect(readdirSync(target).sort()).toEqual([MANIFEST, DATABASE_FILE].sort());
+	expect(backupText(backup, target)).toMatch(/snapshot at [^]*\ngames\s+2$/);
 });
 
-test("a half-written last line (another process's append caught halfway) is left out: the copy starts without a warning", async () => {
-	catalogue();
-	const whole = stored("games");
-	appendFileSync(path.join(dataDir, "games.db"), '{"title":"Half","age":1');
+test("one snapshot while this process keeps writing: every game's category and author are in the copy", async () => {
+	records(0);
+	let n = 1;
+	let writing = true;
+	// A category, then a game in it, each its own commit, as the catalogue writes them.
+	const writer = (async () => {
+		while (writing) {
+			insert("categories", `c${n}`, { name: `Category ${n}` });
+			await new Promise(resolve => setImmediate(resolve));
+			insert("games", `g${n}`, { title: `Game ${n}`, age: 1, category: `c${n}`, author: "a0" });
+			n++;
+			await new Promise(resolve => setImmediate(resolve));
+		}
+	})();
+	await new Promise(resolve => setTimeout(resolve, 50));
 	const backup = await backupDataDir(dataDir, target);
-	expect(copied("games")).toBe(whole);
-	expect(backup.collections.games).toEqual({ records: 1, bytes: Buffer.byteLength(whole) });
-	// What the adapter runs at start, and warns about when it cuts something.
-	expect(await cutTornTail(path.join(target, "games.db"))).toBeUndefined();
+	writing = false;
+	await writer;
+	expect(backup.orphans).toBe(0);
+	expect(backup.collections.games).toBeGreaterThan(1);
+	expect(rowsOf(path.join(target, DATABASE_FILE), "games")).toHaveLength(backup.collections.games);
 });
 
-test("a snapshot with a game whose category came between two opens is taken again", async () => {
-	catalogue();
-	let landed = false;
-	const backup = await backupDataDir(dataDir, target, {
-		// Another process creates a category and then a game in it, after the categories were opened.
-		opened: collection => {
-			if (collection !== "categories" || landed) return;
-			append("categories", category("c3"));
-			append("games", game("g2", "c3", "a1"));
-			landed = true;
-		},
-	});
-	expect(backup.tries).toBe(2);
-	expect(backup.collections).toMatchObject({ categories: { records: 2 }, games: { records: 2 } });
-	expect(copied("categories")).toContain('"_id":"c3"');
-	expect(backupText(backup, target)).toContain("in 2 tries (a write got between the files)");
+test("counts the games the database itself holds without their category, and says so", async () => {
+	records(1);
+	insert("games", "g9", { title: "Orphan", age: 1, category: "c-gone", author: "a1" });
+	const backup = await backupDataDir(dataDir, target);
+	expect(backup.orphans).toBe(1);
+	expect(backupText(backup, target)).toContain("1 game(s) refer to a missing category or author, in the database itself");
 });
 
-test("gives up after its tries when the games keep missing a category, naming them; nothing is written", async () => {
-	catalogue();
-	// A game whose category was removed behind the catalogue's back: no snapshot is ever whole.
-	append("games", game("g9", "c2", "a1"));
-	let snapshots = 0;
-	const backup = backupDataDir(dataDir, target, { tries: 3, opened: collection => void (collection === "games" && snapshots++) });
-	await expect(backup).rejects.toThrow(
-		`No consistent copy of ${dataDir} in 3 tries: 1 game(s) refer to a missing category or author: g9 (category). ` +
-			"Either writes kept getting between the files, or the files themselves hold such games",
-	);
-	expect(snapshots).toBe(3);
-	expect(readdirSync(root)).toEqual(["data"]);
-});
-
-test("a copy the disk refuses halfway leaves the earlier backup whole, its manifest included, and no partial file", async () => {
-	catalogue();
+test("a copy that fails halfway leaves the earlier backup whole, its manifest included, and no partial file", async () => {
+	records(1);
 	await backupDataDir(dataDir, target);
-	const before = Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name), "utf8")]));
-	append("games", game("g2", "c1", "a1"));
-	const writeFile = fsPromises.writeFile;
-	jest.spyOn(fsPromises, "writeFile").mockImplementation(async (file, data, options) => {
-		if (typeof file !== "string" || !file.includes("games.db")) return writeFile(file, data, options);
-		await writeFile(file, (data as Buffer).subarray(0, 20), options);
-		throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
-	});
+	const before = Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name))]));
+	records(2);
+	jest.spyOn(fsPromises, "stat").mockRejectedValueOnce(Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" }));
 	await expect(backupDataDir(dataDir, target)).rejects.toMatchObject({ code: "ENOSPC" });
-	const after = Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name), "utf8")]));
-	expect(after).toEqual(before);
+	const after = Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name))]));
+	expect(Object.keys(after).sort()).toEqual([MANIFEST, DATABASE_FILE].sort());
+	expect(after[DATABASE_FILE].equals(before[DATABASE_FILE])).toBe(true);
+	expect(JSON.parse(after[MANIFEST].toString()).collections).toEqual({ categories: 1, authors: 1, games: 1 });
 });
 
 test("refuses the data folder itself as the target, by its name or through a link", async () => {
-	catalogue();
 	const link = path.join(root, "link");
 	symlinkSync(dataDir, link);
 	for (const same of [dataDir, `${dataDir}/`, link])
 		await expect(backupDataDir(dataDir, same)).rejects.toThrow("is the data folder itself: give another one");
-	expect(readdirSync(dataDir).sort()).toEqual(["authors.db", "categories.db", "games.db"]);
 });
 
-test("a folder without catalogue files is refused; a games node's folder is copied without checking references", async () => {
-	await expect(backupDataDir(dataDir, target)).rejects.toThrow(`No catalogue files in ${dataDir} (authors.db, categories.db, games.db)`);
-	writeFileSync(path.join(dataDir, "games.db"), `${JSON.stringify(game("g1", "c1", "a1"))}\n`);
-	const backup = await backupDataDir(dataDir, target);
-	expect(backup).toMatchObject({ referencesChecked: false, collections: { games: { records: 1 } } });
-	expect(Object.keys(backup.collections)).toEqual(["games"]);
-	expect(backupText(backup, target)).toContain("Games' categories and authors not checked");
+test("a folder without a catalogue database is refused, naming the file", async () => {
+	const empty = path.join(root, "empty");
+	mkdirSync(empty);
+	await expect(backupDataDir(empty, target)).rejects.toThrow(`${path.join(empty, DATABASE_FILE)} cannot be read`);
+	expect(readdirSync(empty)).toEqual([]);
 });
 
 test("MongoDB and memory have no files to back up: the operator is told what to use instead", () => {

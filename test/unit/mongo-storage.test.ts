@@ -4,7 +4,6 @@ import isEqual from "lodash/isEqual";
 import set from "lodash/set";
 import unset from "lodash/unset";
 import { Errors, ServiceBroker, type Service } from "moleculer";
-import { MemoryAdapter } from "moleculer-db";
 import MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { config } from "../../lib/config/config";
 import { texts } from "../../lib/catalogue/errors";
@@ -12,6 +11,7 @@ import { newId } from "../../lib/catalogue/ids";
 import { ID_SHAPE } from "../../lib/catalogue/params";
 import brokerOptions from "../../moleculer.config";
 import { createAdapter, describeStorage } from "../../lib/storage/adapter";
+import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import ApiService from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -180,33 +180,35 @@ const MONGO_URI = config.mongoUri!;
 
 describe("createAdapter and describeStorage", () => {
 	const dataDir = path.resolve("/tmp/catalogue-data");
+	const fields = { indexes: [], sparseIndexes: [], orders: [] };
+	const storage = { mongoUri: null, storage: "file", dataDir, redisUrl: null, transporter: null, cacheMaxBytes: 1 } as const;
 
 	test("a MongoDB URI gives a MongoDbAdapter for that URI", () => {
-		const adapter = createAdapter("authors", { mongoUri: MONGO_URI, storage: "file", dataDir });
+		const adapter = createAdapter("authors", fields, { ...storage, mongoUri: MONGO_URI });
 		expect(adapter).toBeInstanceOf(MongoDbAdapter);
 		expect((adapter as unknown as MongoAdapter).uri).toBe(MONGO_URI);
 	});
 
-	test("without a URI, a NeDB file named after the collection, or memory", () => {
-		const file = createAdapter("authors", { mongoUri: null, storage: "file", dataDir });
-		expect(file).toBeInstanceOf(MemoryAdapter);
-		expect(file).toMatchObject({ opts: { filename: path.join(dataDir, "authors.db") } });
-		const memory = createAdapter("authors", { mongoUri: null, storage: "memory", dataDir });
-		expect(memory).toBeInstanceOf(MemoryAdapter);
-		expect((memory as unknown as { opts?: unknown }).opts).toBeUndefined();
+	test("without a URI, SQLite in DATA_DIR, held alone unless the cache is shared, or in memory", () => {
+		const file = createAdapter("authors", fields, storage);
+		expect(file).toBeInstanceOf(SqliteAdapter);
+		expect(file).toMatchObject({ options: { dataDir, collection: "authors", holding: "alone" } });
+		for (const shared of [{ redisUrl: "redis://r" }, { transporter: "nats://n" }, { cacheMaxBytes: 0 }])
+			expect(createAdapter("authors", fields, { ...storage, ...shared })).toMatchObject({ options: { holding: "shared" } });
+		expect(createAdapter("authors", fields, { ...storage, storage: "memory" })).toMatchObject({ options: { dataDir: null } });
 	});
 
 	test("the storage description never shows a MongoDB password", () => {
 		const described = describeStorage({ mongoUri: "mongodb://user:secret@host/db", storage: "file", dataDir });
 		expect(described).not.toContain("secret");
 		expect(described).toBe("MongoDB at mongodb://user:***@host/db");
-		expect(describeStorage({ mongoUri: null, storage: "file", dataDir })).toBe(`NeDB files in ${dataDir}`);
+		expect(describeStorage({ mongoUri: null, storage: "file", dataDir })).toBe(`SQLite database ${dataDir}/catalogue.sqlite`);
 		expect(describeStorage({ mongoUri: null, storage: "memory", dataDir })).toBe("memory");
 	});
 });
 
 describe("id conversion of the real MongoDB adapter", () => {
-	const adapter = createAdapter("authors", config) as unknown as MongoAdapter;
+	const adapter = createAdapter("authors", { indexes: [], sparseIndexes: [], orders: [] }, config) as unknown as MongoAdapter;
 
 	test("the catalogue's ids stay strings, so stored _ids are strings and come back unchanged", () => {
 		for (const id of Array.from({ length: 50 }, () => newId())) {
@@ -271,8 +273,11 @@ describe("queries the services send to MongoDB (recording collections, no server
 		expect(collections.size).toBe(3);
 	});
 
-	test("indexes are created on connect for the fields filtered or sorted on, sparse for the claims only writes in progress have", () => {
-		expect(collection("authors").indexes).toEqual([{ name: 1 }, { nationality: 1 }]);
+	test("indexes are created on connect for the fields filtered on, the orders pages are read in, and sparse for the claims only writes in progress have", () => {
+		expect(collection("authors").indexes).toEqual([
+			{ name: 1, _id: 1 },
+			{ nationality: 1, _id: 1 },
+		]);
 		expect(collection("categories").indexes).toEqual([{ name: 1 }]);
 		expect(collection("games").indexes).toEqual([
 			{ category: 1 },
@@ -281,6 +286,9 @@ describe("queries the services send to MongoDB (recording collections, no server
 			{ "change.category": 1, sparse: true },
 			{ "change.author": 1, sparse: true },
 			{ "change.at": 1, sparse: true },
+			{ draft: 1, _id: 1 },
+			{ draft: 1, title: 1, _id: 1 },
+			{ draft: 1, age: 1, _id: 1 },
 		]);
 	});
 

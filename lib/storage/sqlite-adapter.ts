@@ -1,0 +1,242 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { ServiceBroker, Service } from "moleculer";
+import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import { column, orderBy, updatedDoc, where, type Sql } from "./sqlite-query";
+import { openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
+import { migrateNeDbFiles } from "./nedb-migration";
+
+type Doc = Record<string, unknown>;
+type Row = { _id: string; doc: string };
+
+interface FindParams {
+	query?: Doc;
+	sort?: string[];
+	limit?: number;
+	offset?: number;
+}
+
+export interface SqliteAdapterOptions {
+	/** The DATA_DIR the database is in; `null` keeps the records in memory, in a database of this adapter's own. */
+	dataDir: string | null;
+	holding: Holding;
+	collection: string;
+	/** Fields queries filter on, each indexed. */
+	indexes: readonly string[];
+	/** Fields only a few records have (claims), indexed over those records only. */
+	sparseIndexes: readonly string[];
+	/** The orders pages are read in, first key first, each an index they are read from in order. */
+	orders: readonly (readonly string[])[];
+}
+
+/** Rows a long read takes between two turns of the event loop. */
+const READ_STEP = 1000;
+
+/** SQLite's result codes that mean the disk refused a write. */
+const SQLITE_IOERR = 10;
+const SQLITE_FULL = 13;
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+
+const toDoc = ({ _id, doc }: Row): Doc => ({ _id, ...(JSON.parse(doc) as Doc) });
+const fromDoc = ({ _id, ...doc }: Doc): [string, string] => [String(_id), JSON.stringify(doc)];
+
+/**
+ * moleculer-db's adapter on the embedded SQLite database (lib/storage/sqlite-database.ts): the
+ * collection a table of `(_id, doc)` rows, the queries translated by lib/storage/sqlite-query.ts.
+ * Every write is one statement or one transaction, so it is whole or absent after any crash.
+ */
+export class SqliteAdapter {
+	private database: Database | undefined;
+	private service: Service | undefined;
+	/** Why the disk refused the last write, until one is stored again. */
+	refusedWrites: string | undefined;
+
+	constructor(private readonly options: SqliteAdapterOptions) {}
+
+	init(_broker: ServiceBroker, service: Service): void {
+		this.service = service;
+	}
+
+	/**
+	 * Opens the database and its indexes. A DATA_DIR that cannot be used ends the process with one
+	 * line saying why: moleculer-db would try again every second, with a stack trace each time.
+	 */
+	connect(): Promise<void> {
+		const { dataDir, holding, collection, indexes, sparseIndexes, orders } = this.options;
+		const logger = this.service?.logger;
+		try {
+			this.database = openDatabase(dataDir, holding, (db, dir) => migrateNeDbFiles(db, dir, logger));
+		} catch (err) {
+			if (!(err instanceof UnusableDataDir) || !logger) throw err;
+			logger.fatal(err.message);
+			process.exit(1);
+		}
+		if (this.database.readOnly) return Promise.resolve();
+		const index = (name: string, columns: readonly string[], partial = "") =>
+			this.database!.writer.exec(
+				`CREATE INDEX IF NOT EXISTS "${collection}_${name}" ON ${collection} (${columns.map(column).join(", ")})${partial}`,
+			);
+		for (const field of indexes) index(field, [field, "_id"]);
+		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field)} IS NOT NULL`);
+		for (const order of orders) index(`by_${order.join("_")}`, order);
+		return Promise.resolve();
+	}
+
+	disconnect(): Promise<void> {
+		this.database?.release();
+		this.database = undefined;
+		return Promise.resolve();
+	}
+
+	private get db(): Database {
+		if (!this.database) throw new Error(`the ${this.options.collection} store is not connected`);
+		return this.database;
+	}
+
+	/** A write, noting whether the disk refused it (readiness says so) or took it. */
+	private write<T>(run: (db: DatabaseSync) => T): Promise<T> {
+		try {
+			const result = run(this.db.writer);
+			this.refusedWrites = undefined;
+			return Promise.resolve(result);
+		} catch (err) {
+			const failure = err as Error & { errcode?: number; duplicateId?: boolean };
+			const code = (failure.errcode ?? 0) & 0xff;
+			if (code === SQLITE_FULL || code === SQLITE_IOERR) this.refusedWrites = failure.message;
+			if (failure.errcode === SQLITE_CONSTRAINT_PRIMARYKEY) failure.duplicateId = true;
+			return Promise.reject(failure);
+		}
+	}
+
+	/** Several writes in one transaction: all of them or none. */
+	private transaction<T>(run: (db: DatabaseSync) => T): Promise<T> {
+		return this.write(db => {
+			db.exec("BEGIN IMMEDIATE");
+			try {
+				const result = run(db);
+				db.exec("COMMIT");
+				return result;
+			} catch (err) {
+				db.exec("ROLLBACK");
+				throw err;
+			}
+		});
+	}
+
+	private select({ query, sort, limit, offset }: FindParams, what = "_id, doc"): Sql {
+		const condition = where(query);
+		const order = sort && sort.length > 0 ? ` ORDER BY ${orderBy(sort)}` : "";
+		const values = [...condition.values];
+		let page = "";
+		if ((limit ?? 0) > 0 || (offset ?? 0) > 0) {
+			page = " LIMIT ? OFFSET ?";
+			values.push(limit && limit > 0 ? limit : -1, offset && offset > 0 ? offset : 0);
+		}
+		return { sql: `SELECT ${what} FROM ${this.options.collection} WHERE ${condition.sql}${order}${page}`, values };
+	}
+
+	/**
+	 * The records of a query in order. A read without a limit steps through its rows on a
+	 * connection of its own, the event loop free between steps, while writes go on committing.
+	 */
+	async find(params: FindParams): Promise<Doc[]> {
+		const { sql, values } = this.select(params);
+		if ((params.limit ?? 0) > 0) return (this.db.writer.prepare(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
+		const docs: Doc[] = [];
+		for (const row of this.db.reader.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
+			docs.push(toDoc(row));
+			if (docs.length % READ_STEP === 0) await nextTurn();
+		}
+		return docs;
+	}
+
+	count({ query }: FindParams = {}): Promise<number> {
+		const { sql, values } = this.select({ query }, "count(*) AS n");
+		return Promise.resolve((this.db.writer.prepare(sql).get(...(values as SQLInputValue[])) as { n: number }).n);
+	}
+
+	async findOne(query: Doc): Promise<Doc | undefined> {
+		return (await this.find({ query, limit: 1 }))[0];
+	}
+
+	findById(_id: string): Promise<Doc | undefined> {
+		return this.findOne({ _id });
+	}
+
+	findByIds(ids: string[]): Promise<Doc[]> {
+		return this.find({ query: { _id: { $in: ids } }, limit: ids.length });
+	}
+
+	insert(entity: Doc): Promise<Doc> {
+		return this.write(db => {
+			db.prepare(`INSERT INTO ${this.options.collection} (_id, doc) VALUES (?, ?)`).run(...fromDoc(entity));
+			return entity;
+		});
+	}
+
+	/** Stores every one of `entities` or, when one is refused (an id already stored), none. */
+	insertMany(entities: Doc[]): Promise<Doc[]> {
+		return this.transaction(db => {
+			const insert = db.prepare(`INSERT INTO ${this.options.collection} (_id, doc) VALUES (?, ?)`);
+			for (const entity of entities) insert.run(...fromDoc(entity));
+			return entities;
+		});
+	}
+
+	/** How many records matched `query`, each changed by `update` in one atomic statement. */
+	updateMany(query: Doc, update: Doc): Promise<number> {
+		const condition = where(query);
+		const doc = updatedDoc(update);
+		const sql = `UPDATE ${this.options.collection} SET doc = ${doc.sql} WHERE ${condition.sql}`;
+		return this.write(db => Number(db.prepare(sql).run(...([...doc.values, ...condition.values] as SQLInputValue[])).changes));
+	}
+
+	updateById(_id: string, update: Doc): Promise<Doc | undefined> {
+		const doc = updatedDoc(update);
+		const sql = `UPDATE ${this.options.collection} SET doc = ${doc.sql} WHERE _id = ? RETURNING _id, doc`;
+		return this.write(db => {
+			const row = db.prepare(sql).get(...([...doc.values, _id] as SQLInputValue[])) as Row | undefined;
+			return row && toDoc(row);
+		});
+	}
+
+	removeMany(query: Doc): Promise<number> {
+		const { sql, values } = where(query);
+		return this.write(db =>
+			Number(db.prepare(`DELETE FROM ${this.options.collection} WHERE ${sql}`).run(...(values as SQLInputValue[])).changes),
+		);
+	}
+
+	removeById(_id: string): Promise<Doc | undefined> {
+		return this.write(db => {
+			const row = db.prepare(`DELETE FROM ${this.options.collection} WHERE _id = ? RETURNING _id, doc`).get(_id) as Row | undefined;
+			return row && toDoc(row);
+		});
+	}
+
+	clear(): Promise<number> {
+		return this.removeMany({});
+	}
+
+	/** Whether the disk takes a write now: a write to the database's own notes, none of the records. */
+	probeWrites(): void {
+		void this.write(db => db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('probed', ?)").run(new Date().toISOString())).catch(
+			() => undefined,
+		);
+	}
+
+	entityToObject(entity: Doc): Doc {
+		return entity;
+	}
+
+	beforeSaveTransformID(entity: Doc, idField: string): Doc {
+		if (idField === "_id" || entity[idField] === undefined) return { ...entity };
+		const { [idField]: id, ...rest } = entity;
+		return { ...rest, _id: id };
+	}
+
+	afterRetrieveTransformID(entity: Doc, idField: string): Doc {
+		if (idField === "_id") return entity;
+		const { _id, ...rest } = entity;
+		return { ...rest, [idField]: _id };
+	}
+}

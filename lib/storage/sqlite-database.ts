@@ -1,0 +1,242 @@
+/**
+ * The embedded store's database: one SQLite file per DATA_DIR (`catalogue.sqlite`, node:sqlite), a
+ * table per collection, opened once per process and shared by the services in it. docs/storage.md.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { DATA_SERVICE_NAMES } from "../catalogue/services";
+
+export const DATABASE_FILE = "catalogue.sqlite";
+/** The file whose SQLite lock says which processes have the database open (`Holding`). */
+const LOCK_FILE = "catalogue.lock";
+/** What `catalogue_meta` says a catalogue's database is; a file without it is not one. */
+const FORMAT = "game-catalogue 1";
+
+export const databaseFile = (dataDir: string) => path.join(dataDir, DATABASE_FILE);
+
+/** How long a write waits for another process's write to end before it fails (replicas sharing a file). */
+const BUSY_WAIT_MS = 5000;
+
+/** A DATA_DIR the catalogue cannot use, said in one line: the variable, the path and why. */
+export class UnusableDataDir extends Error {}
+
+/** A database opened by another catalogue process that keeps its cache in memory, or this one would. */
+export class DataDirInUse extends UnusableDataDir {}
+
+/**
+ * How a process holds a DATA_DIR. `alone`: it caches answers in its own memory (no REDIS_URL, no
+ * TRANSPORTER), so no other process may write the records under it. `shared`: its cache sees
+ * every process's writes (or there is none), so processes may share the file.
+ */
+export type Holding = "alone" | "shared";
+
+export interface Database {
+	/** Where it is, for messages; `:memory:` for a store in memory. */
+	file: string;
+	/** Every write and short read goes through this connection. */
+	writer: DatabaseSync;
+	/** Long reads (a list of every game) step through this one, so that writes commit meanwhile. */
+	reader: DatabaseSync;
+	/** A snapshot that only reads (`readSnapshot`): no index is made, no write taken. */
+	readOnly: boolean;
+	/** Closes it once every service of the process that opened it has. */
+	release(): void;
+}
+
+/** Compiled patterns of `catalogue_matches`: the categories' name filter asks the same few again and again. */
+const patterns = new Map<string, RegExp>();
+const PATTERNS_KEPT = 100;
+
+function compiled(source: string, flags: string): RegExp {
+	const key = `${flags}/${source}`;
+	let pattern = patterns.get(key);
+	if (!pattern) {
+		if (patterns.size >= PATTERNS_KEPT) patterns.clear();
+		pattern = new RegExp(source, flags);
+		patterns.set(key, pattern);
+	}
+	return pattern;
+}
+
+/** A connection with the catalogue's settings: WAL, `synchronous=NORMAL` (docs/storage.md, "Durability"), the `$regex` function. */
+function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSync {
+	const db = new DatabaseSync(file, { readOnly: options.readOnly ?? false, timeout: BUSY_WAIT_MS });
+	try {
+		if (file !== ":memory:" && !options.readOnly) db.exec("PRAGMA journal_mode = WAL");
+		db.exec("PRAGMA synchronous = NORMAL");
+		db.function("catalogue_matches", { deterministic: true }, (value, source, flags) =>
+			typeof value === "string" && compiled(String(source), String(flags)).test(value) ? 1 : 0,
+		);
+	} catch (err) {
+		db.close();
+		throw err;
+	}
+	return db;
+}
+
+/** Creates the collections' tables in a new database (unless `readOnly`), or refuses a file that is not a catalogue's. */
+function prepare(db: DatabaseSync, file: string, readOnly = false): void {
+	const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[];
+	if (tables.length > 0 && !tables.some(({ name }) => name === "catalogue_meta"))
+		throw new UnusableDataDir(`${file} is not a catalogue's database (it holds tables ${tables.map(t => t.name).join(", ")})`);
+	if (!readOnly) create(db);
+	const { value } = (db.prepare("SELECT value FROM catalogue_meta WHERE key = 'format'").get() ?? { value: "none" }) as { value: string };
+	if (value !== FORMAT)
+		throw new UnusableDataDir(`${file} is a catalogue database of another format (${value}); this version reads ${FORMAT}`);
+}
+
+function create(db: DatabaseSync): void {
+	db.exec("BEGIN IMMEDIATE");
+	try {
+		db.exec("CREATE TABLE IF NOT EXISTS catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
+		db.prepare("INSERT OR IGNORE INTO catalogue_meta VALUES ('format', ?)").run(FORMAT);
+		for (const name of DATA_SERVICE_NAMES)
+			db.exec(`CREATE TABLE IF NOT EXISTS ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL) WITHOUT ROWID`);
+		db.exec("COMMIT");
+	} catch (err) {
+		db.exec("ROLLBACK");
+		throw err;
+	}
+}
+
+/**
+ * Takes the DATA_DIR's lock file the way SQLite locks any database: a transaction kept open for as
+ * long as the process has the store. `alone` holds SQLite's exclusive lock, `shared` a shared one,
+ * so an `alone` process excludes every other and `shared` ones only exclude an `alone` one. The
+ * operating system drops the lock with the process, `kill -9` included. Readers (export, backup) do
+ * not take it.
+ */
+function lock(dataDir: string, holding: Holding, writer: DatabaseSync): DatabaseSync {
+	const held = new DatabaseSync(path.join(dataDir, LOCK_FILE), { timeout: 0 });
+	try {
+		if (holding === "alone") held.exec("BEGIN EXCLUSIVE");
+		else {
+			held.exec("BEGIN");
+			held.prepare("SELECT count(*) FROM sqlite_schema").get();
+		}
+	} catch (err) {
+		held.close();
+		if ((err as { errcode?: number }).errcode !== SQLITE_BUSY) throw err;
+		const owner = writer.prepare("SELECT value FROM catalogue_meta WHERE key = 'owner'").get() as { value: string } | undefined;
+		throw new DataDirInUse(inUseText(dataDir, holding, owner?.value));
+	}
+	if (holding === "alone") writer.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('owner', ?)").run(`process ${process.pid}`);
+	return held;
+}
+
+const SQLITE_BUSY = 5;
+
+const inUseText = (dataDir: string, holding: Holding, owner = "another process") =>
+	holding === "alone"
+		? `DATA_DIR ${dataDir} is in use by another catalogue process (${owner}): stop it first, or give every process that ` +
+			"shares the folder the same REDIS_URL, so that their caches see each other's writes (docs/storage.md)"
+		: `DATA_DIR ${dataDir} is in use by a catalogue process that caches answers in its own memory (${owner}): stop it, ` +
+			"or start it with the same REDIS_URL as this one (docs/storage.md)";
+
+/**
+ * Makes `dir` and the folders above it that are missing, one at a time: Node's own recursive
+ * mkdirSync loops for ever, at full CPU, on a path under /proc.
+ */
+export function makeFolder(dir: string): void {
+	const missing: string[] = [];
+	for (let at = dir; !existsSync(at); at = path.dirname(at)) missing.unshift(at);
+	for (const folder of missing) mkdirSync(folder);
+}
+
+/** Why a path cannot be used, in a few words; SQLite's reasons name the database file. */
+const reason = (err: unknown, file: string) => {
+	const { code, message } = err as NodeJS.ErrnoException;
+	if (code === "ERR_SQLITE_ERROR") return `${file}: ${message}`;
+	return code && !message.includes(code) ? `${code}: ${message}` : message;
+};
+
+interface Open extends Database {
+	users: number;
+}
+
+const opened = new Map<string, Open>();
+
+/**
+ * The database of `dataDir`, opened (and created, migrated from NeDB files by `migrate`) on first
+ * use in the process; `null` gives a database in memory of its own. Throws `UnusableDataDir` when
+ * the folder or its file cannot be used, and `DataDirInUse` when another process holds it.
+ */
+export function openDatabase(
+	dataDir: string | null,
+	holding: Holding,
+	migrate: (db: DatabaseSync, dataDir: string) => void = () => undefined,
+): Database {
+	if (dataDir === null) {
+		const db = connect(":memory:");
+		prepare(db, ":memory:");
+		return { file: ":memory:", writer: db, reader: db, readOnly: false, release: () => db.close() };
+	}
+	const dir = path.resolve(dataDir);
+	const known = opened.get(dir);
+	if (known) {
+		known.users++;
+		return known;
+	}
+	const file = databaseFile(dir);
+	const connections: DatabaseSync[] = [];
+	try {
+		makeFolder(dir);
+		const writer = connect(file);
+		connections.push(writer);
+		prepare(writer, file);
+		connections.push(lock(dir, holding, writer));
+		migrate(writer, dir);
+		const reader = connect(file);
+		connections.push(reader);
+		const database: Open = {
+			file,
+			writer,
+			reader,
+			readOnly: false,
+			users: 1,
+			release() {
+				if (--database.users > 0) return;
+				opened.delete(dir);
+				for (const db of connections.reverse()) db.close();
+			},
+		};
+		opened.set(dir, database);
+		return database;
+	} catch (err) {
+		for (const db of connections.reverse()) db.close();
+		if (err instanceof UnusableDataDir) throw err;
+		throw new UnusableDataDir(`DATA_DIR ${dir} cannot be used: ${reason(err, file)}`);
+	}
+}
+
+/**
+ * Makes every store this process opens on `dataDir` from now on read one snapshot of it, the same
+ * for all collections, however long they take and whatever other processes write meanwhile (one
+ * read transaction, held open); no lock is taken. For `npm run export`. Returns its end.
+ */
+export function readSnapshot(dataDir: string): () => void {
+	const dir = path.resolve(dataDir);
+	const db = openForReading(dir);
+	db.exec("BEGIN");
+	// A transaction takes its snapshot at its first read.
+	db.prepare("SELECT count(*) FROM catalogue_meta").get();
+	const snapshot: Open = { file: databaseFile(dir), writer: db, reader: db, readOnly: true, users: 0, release: () => undefined };
+	opened.set(dir, snapshot);
+	return () => {
+		opened.delete(dir);
+		db.close();
+	};
+}
+
+/** A connection that only reads the database of `dataDir`, beside any process that writes it; throws when there is none. */
+export function openForReading(dataDir: string): DatabaseSync {
+	const file = databaseFile(path.resolve(dataDir));
+	try {
+		const db = connect(file, { readOnly: true });
+		prepare(db, file, true);
+		return db;
+	} catch (err) {
+		throw new UnusableDataDir(`${file} cannot be read: ${reason(err, file)}`);
+	}
+}
