@@ -31,6 +31,9 @@ export interface SqliteAdapterOptions {
 /** Rows a long read takes between two turns of the event loop. */
 const READ_STEP = 1000;
 
+/** How much a probe of a refusing disk writes: about what a few game writes need in the database's log. */
+const PROBE_BYTES = 64 * 1024;
+
 /** SQLite's result codes that mean the disk refused a write. */
 const SQLITE_IOERR = 10;
 const SQLITE_FULL = 13;
@@ -217,11 +220,15 @@ export class SqliteAdapter {
 		return this.removeMany({});
 	}
 
-	/** Whether the disk takes a write now: a write to the database's own notes, none of the records. */
+	/**
+	 * Whether the disk takes writes again: a write to the database's own notes as large as a few of
+	 * the records' writes (a tiny one fits in space that a game's write does not), then removed.
+	 */
 	probeWrites(): void {
-		void this.write(db => db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('probed', ?)").run(new Date().toISOString())).catch(
-			() => undefined,
-		);
+		void this.write(db => {
+			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('probe', hex(randomblob(?)))").run(PROBE_BYTES / 2);
+			db.prepare("DELETE FROM catalogue_meta WHERE key = 'probe'").run();
+		}).catch(() => undefined);
 	}
 
 	entityToObject(entity: Doc): Doc {

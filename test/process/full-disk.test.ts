@@ -9,7 +9,7 @@ import { canMountTmpfs, mountTmpfs, resizeTmpfs, unmount } from "../support/tmpf
 // DATA_DIR on a real 512 KB tmpfs, filled through HTTP until the disk refuses creates: a game the
 // disk refused is never listed, readiness says the games' store refuses writes while reads go on,
 // and a restart finds exactly the games that were acknowledged (docs/storage.md, "A full disk").
-// test/unit/nedb-full-disk.test.ts injects the failures one by one.
+// Space freed brings readiness and writes back without a restart.
 
 const NOT_RUN = "The full-disk process test did NOT run: it mounts a small tmpfs, which needs root (or CAP_SYS_ADMIN)";
 
@@ -46,8 +46,8 @@ describe("a full disk under DATA_DIR (a real tmpfs)", () => {
 	const ballast = path.join(dataDir, "ballast");
 	let node: RunningCatalogue | undefined;
 	beforeAll(() => {
-		mountTmpfs(dataDir, "512k");
-		writeFileSync(ballast, Buffer.alloc(128 * 1024));
+		mountTmpfs(dataDir, "2m");
+		writeFileSync(ballast, Buffer.alloc(256 * 1024));
 	});
 	afterAll(async () => {
 		await node?.kill();
@@ -67,7 +67,7 @@ describe("a full disk under DATA_DIR (a real tmpfs)", () => {
 		const refused = answers.filter(answer => answer.status !== 200);
 		// Storage failures keep the contract's status and text.
 		expect(new Set(refused.map(answer => `${answer.status} ${answer.msg}`))).toEqual(new Set([`400 ${texts.createGame}`]));
-		expect(acknowledged.length).toBeGreaterThan(1000);
+		expect(acknowledged.length).toBeGreaterThan(10);
 
 		const listed = await api.get("/game");
 		expect(listed.status).toBe(200);
@@ -86,21 +86,20 @@ describe("a full disk under DATA_DIR (a real tmpfs)", () => {
 		expect((await api.get("/game?title=Game 1")).status).toBe(200);
 		expect((await api.get("/author")).status).toBe(200);
 
-		// Compacting games.db needed room for a second copy of it: the old file stays in use.
-		expect(node.output()).toMatch(/Could not compact \S+games\.db \(ENOSPC[^)]*\): it stays as it was, in use/);
-
+		// Space comes back: readiness says so before any write is tried, and writes are taken again.
 		rmSync(ballast);
+		expect((await api.get("/health/ready")).status).toBe(200);
 		const later = await api.put("/game", body("Later"));
 		expect(later.status).toBe(200);
-		expect((await api.get("/health/ready")).status).toBe(200);
 		const stored = [...ids(acknowledged as { id: string }[]), later.body.game.id].sort();
 		expect(ids((await api.get("/game")).body)).toEqual(stored);
 		expect(await node.stop()).toBe(0);
 
-		// NeDB rewrites each file as it loads it: a node needs room for a copy of its largest one to start.
-		resizeTmpfs(dataDir, "4m");
+		// SQLite needs room for its log beside the database (-wal, -shm) to open it: on a disk still
+		// full, the start stops saying so. With room, a restart finds exactly the acknowledged games.
+		resizeTmpfs(dataDir, "8m");
 		node = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
 		expect(ids((await node.api.get("/game")).body)).toEqual(stored);
-		expect(node.output()).not.toMatch(/corrupt|damaged|torn/i);
+		expect(node.output()).not.toMatch(/corrupt|malformed|FATAL/i);
 	}, 120_000);
 });

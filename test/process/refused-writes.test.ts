@@ -5,8 +5,8 @@ import { texts } from "../../lib/catalogue/errors";
 import { startProcess, type RunningCatalogue } from "../support/process";
 
 // A write refused for an id of a shape the service never issues is refused before anything is
-// stored: NeDB appends every change to its file, and a draft game stored and then removed for a
-// 90 KB category id grew games.db by 17 MB over 200 such requests.
+// stored: a draft game stored and then removed for a 90 KB category id would write 90 KB twice
+// to the database's log for each such request.
 
 const dataDir = mkdtempSync(path.join(tmpdir(), "catalogue-refused-"));
 let node: RunningCatalogue;
@@ -16,7 +16,7 @@ afterAll(async () => {
 	rmSync(dataDir, { recursive: true, force: true });
 });
 
-const FILES = ["categories.db", "authors.db", "games.db"];
+const FILES = ["catalogue.sqlite", "catalogue.sqlite-wal"];
 const sizes = () => FILES.map(file => statSync(path.join(dataDir, file)).size);
 
 /** As large as a body may be (BODY_LIMIT, 100 KB), and as a URL may carry. */
