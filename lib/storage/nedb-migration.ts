@@ -1,17 +1,18 @@
 /**
  * A DATA_DIR of an earlier version, which kept each collection in a NeDB file (`<collection>.db`),
- * moved into the SQLite database at its first start: every record with its id in one transaction,
- * then the old files moved aside, into `nedb-<time>/`. Killed before the commit, nothing is
- * stored and the next start migrates again; killed after, the next start only moves the files.
+ * moved into the SQLite database at its first start: every record of a collection with its id in
+ * one transaction, then its file moved aside, into `nedb-migrated/`. Killed before the commit,
+ * nothing is stored and the next start migrates again; killed after, the next start only moves
+ * the file.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "moleculer";
 import type { DatabaseSync } from "node:sqlite";
-import { DATA_SERVICE_NAMES } from "../catalogue/services";
 import { UnusableDataDir } from "./sqlite-database";
 
-const MIGRATED = "nedb-migrated";
+/** Where the migrated files go, in DATA_DIR. */
+export const MIGRATED_FOLDER = "nedb-migrated";
 
 type Doc = Record<string, unknown> & { _id?: unknown; $$deleted?: unknown };
 
@@ -46,32 +47,42 @@ export function readNeDbFile(file: string): { records: Map<string, Doc>; tornTai
 	return { records, tornTail };
 }
 
-/** Migrates the NeDB files of `dataDir` into `db`, whose tables are those of lib/storage/sqlite-database.ts. */
-export function migrateNeDbFiles(db: DatabaseSync, dataDir: string, logger?: Logger): void {
-	const found = DATA_SERVICE_NAMES.map(name => ({ name, file: path.join(dataDir, `${name}.db`) })).filter(({ file }) => existsSync(file));
-	if (found.length === 0) return;
-	const migrated = db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(MIGRATED) as { value: string } | undefined;
-	if (!migrated) {
-		const read = found.map(({ name, file }) => ({ name, file, ...readNeDbFile(file) }));
-		db.exec("BEGIN IMMEDIATE");
-		try {
-			for (const { name, records } of read) {
-				const insert = db.prepare(`INSERT OR REPLACE INTO ${name} (_id, doc) VALUES (?, ?)`);
-				for (const { _id, ...doc } of records.values()) insert.run(String(_id), JSON.stringify(doc));
-			}
-			db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(MIGRATED, new Date().toISOString());
-			db.exec("COMMIT");
-		} catch (err) {
-			db.exec("ROLLBACK");
-			throw err;
+/**
+ * Migrates the NeDB file of `collection` in `dataDir`, if there is one, into its table of `db`
+ * (whose columns SQLite fills from `doc`), and moves the file aside.
+ */
+export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: string, logger?: Logger): void {
+	const file = path.join(dataDir, `${collection}.db`);
+	if (!existsSync(file)) return;
+	const key = `nedb-migrated ${collection}`;
+	const migratedOn = () => db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(key) as { value: string } | undefined;
+	let migrated = migratedOn();
+	const { records, tornTail } = migrated ? { records: new Map<string, Doc>(), tornTail: false } : readNeDbFile(file);
+	// Asked again inside the transaction: replicas starting at once on one folder migrate it once.
+	db.exec("BEGIN IMMEDIATE");
+	try {
+		migrated = migratedOn();
+		if (!migrated) {
+			const insert = db.prepare(`INSERT OR REPLACE INTO ${collection} (_id, doc) VALUES (?, ?)`);
+			for (const { _id, ...doc } of records.values()) insert.run(String(_id), JSON.stringify(doc));
+			db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
 		}
-		for (const { file, name, records, tornTail } of read) {
-			logger?.info(`Migrated ${records.size} ${name} from the NeDB file ${file} into the SQLite database.`);
-			if (tornTail) logger?.warn(`${file} ended in a half-written line (a write cut off by a crash, never acknowledged): left out.`);
-		}
-	} else logger?.warn(`NeDB files in ${dataDir} after their migration on ${migrated.value}: moved aside unread.`);
-	const aside = path.join(dataDir, `nedb-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-	mkdirSync(aside);
-	for (const { file } of found) renameSync(file, path.join(aside, path.basename(file)));
-	logger?.info(`The NeDB files are kept in ${aside}; the catalogue no longer reads them.`);
+		db.exec("COMMIT");
+	} catch (err) {
+		db.exec("ROLLBACK");
+		throw err;
+	}
+	if (migrated) logger?.warn(`${file} after its migration on ${migrated.value}: moved aside unread.`);
+	else {
+		logger?.info(`Migrated ${records.size} ${collection} from the NeDB file ${file} into the SQLite database.`);
+		if (tornTail) logger?.warn(`${file} ended in a half-written line (a write cut off by a crash, never acknowledged): left out.`);
+	}
+	const aside = path.join(dataDir, MIGRATED_FOLDER);
+	if (!existsSync(aside)) mkdirSync(aside);
+	const kept = path.join(
+		aside,
+		existsSync(path.join(aside, path.basename(file))) ? `${path.basename(file)}.${Date.now()}` : path.basename(file),
+	);
+	renameSync(file, kept);
+	logger?.info(`The NeDB file is kept as ${kept}; the catalogue no longer reads it.`);
 }

@@ -1,9 +1,10 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
+import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
-import { column, orderBy, updatedDoc, where, type Sql } from "./sqlite-query";
+import { column, orderBy, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
 import { openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
-import { migrateNeDbFiles } from "./nedb-migration";
+import { migrateNeDbFile } from "./nedb-migration";
 
 type Doc = Record<string, unknown>;
 type Row = { _id: string; doc: string };
@@ -49,39 +50,61 @@ const fromDoc = ({ _id, ...doc }: Doc): [string, string] => [String(_id), JSON.s
  */
 export class SqliteAdapter {
 	private database: Database | undefined;
+	/** The fields indexed, each a column SQLite keeps filled from `doc` (a stored generated column). */
+	private readonly columns: Columns;
 	private service: Service | undefined;
 	/** Why the disk refused the last write, until one is stored again. */
 	refusedWrites: string | undefined;
 
-	constructor(private readonly options: SqliteAdapterOptions) {}
+	constructor(private readonly options: SqliteAdapterOptions) {
+		const { indexes, sparseIndexes, orders } = options;
+		this.columns = new Set([...indexes, ...sparseIndexes, ...orders.flat()].filter(field => field !== "_id"));
+	}
 
 	init(_broker: ServiceBroker, service: Service): void {
 		this.service = service;
 	}
 
 	/**
-	 * Opens the database and its indexes. A DATA_DIR that cannot be used ends the process with one
+	 * Opens the database, makes the collection's table and indexes, and migrates the collection's
+	 * NeDB file of an earlier version. A DATA_DIR that cannot be used ends the process with one
 	 * line saying why: moleculer-db would try again every second, with a stack trace each time.
 	 */
 	connect(): Promise<void> {
-		const { dataDir, holding, collection, indexes, sparseIndexes, orders } = this.options;
 		const logger = this.service?.logger;
 		try {
-			this.database = openDatabase(dataDir, holding, (db, dir) => migrateNeDbFiles(db, dir, logger));
+			this.database = openDatabase(this.options.dataDir, this.options.holding);
+			if (!this.database.readOnly) this.prepareTable();
 		} catch (err) {
-			if (!(err instanceof UnusableDataDir) || !logger) throw err;
-			logger.fatal(err.message);
+			const { dataDir } = this.options;
+			if (!logger || dataDir === null) throw err;
+			logger.fatal(err instanceof UnusableDataDir ? err.message : `DATA_DIR ${dataDir} cannot be used: ${(err as Error).message}`);
 			process.exit(1);
 		}
-		if (this.database.readOnly) return Promise.resolve();
-		const index = (name: string, columns: readonly string[], partial = "") =>
-			this.database!.writer.exec(
-				`CREATE INDEX IF NOT EXISTS "${collection}_${name}" ON ${collection} (${columns.map(column).join(", ")})${partial}`,
+		return Promise.resolve();
+	}
+
+	/**
+	 * The table: `_id`, `doc`, and a column per indexed field, which SQLite fills from `doc` on
+	 * every write (STORED: an index on it then answers counts and pages without reading `doc`). Its
+	 * indexes: each filtered field, the sparse ones over the records that have the field, and each
+	 * order of the pages.
+	 */
+	private prepareTable(): void {
+		const { dataDir, collection, indexes, sparseIndexes, orders } = this.options;
+		const { writer } = this.db;
+		const stored = [...this.columns].map(field => `${column(field, this.columns)} AS (${column(field)}) STORED`);
+		writer.exec(
+			`CREATE TABLE IF NOT EXISTS ${collection} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${stored.map(c => `, ${c}`).join("")})`,
+		);
+		const index = (name: string, fields: readonly string[], partial = "") =>
+			writer.exec(
+				`CREATE INDEX IF NOT EXISTS "${collection}_${name}" ON ${collection} (${fields.map(field => column(field, this.columns)).join(", ")})${partial}`,
 			);
 		for (const field of indexes) index(field, [field, "_id"]);
-		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field)} IS NOT NULL`);
+		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field, this.columns)} IS NOT NULL`);
 		for (const order of orders) index(`by_${order.join("_")}`, order);
-		return Promise.resolve();
+		if (dataDir !== null) migrateNeDbFile(writer, dataDir, collection, this.service?.logger);
 	}
 
 	disconnect(): Promise<void> {
@@ -126,15 +149,17 @@ export class SqliteAdapter {
 	}
 
 	private select({ query, sort, limit, offset }: FindParams, what = "_id, doc"): Sql {
-		const condition = where(query);
-		const order = sort && sort.length > 0 ? ` ORDER BY ${orderBy(sort)}` : "";
+		const condition = where(query, this.columns);
+		const order = sort && sort.length > 0 ? ` ORDER BY ${orderBy(sort, this.columns)}` : "";
 		const values = [...condition.values];
 		let page = "";
 		if ((limit ?? 0) > 0 || (offset ?? 0) > 0) {
 			page = " LIMIT ? OFFSET ?";
 			values.push(limit && limit > 0 ? limit : -1, offset && offset > 0 ? offset : 0);
 		}
-		return { sql: `SELECT ${what} FROM ${this.options.collection} WHERE ${condition.sql}${order}${page}`, values };
+		// Without a condition, a count is SQLite's count of the smallest index.
+		const filter = condition.sql === "1" ? "" : ` WHERE ${condition.sql}`;
+		return { sql: `SELECT ${what} FROM ${this.options.collection}${filter}${order}${page}`, values };
 	}
 
 	/**
@@ -152,9 +177,20 @@ export class SqliteAdapter {
 		return docs;
 	}
 
-	count({ query }: FindParams = {}): Promise<number> {
-		const { sql, values } = this.select({ query }, "count(*) AS n");
-		return Promise.resolve((this.db.writer.prepare(sql).get(...(values as SQLInputValue[])) as { n: number }).n);
+	/**
+	 * How many records match. Those without a field (`$exists: false`: the games that are not drafts)
+	 * are counted as all of them less those with it: SQLite counts a table from its smallest index,
+	 * and the records with a claim or a draft mark are few, in a sparse index.
+	 */
+	count({ query = {} }: FindParams = {}): Promise<number> {
+		const absent = Object.entries(query).find(([, test]) => isEqual(test, { $exists: false }))?.[0];
+		const counted = (selected: Doc) => {
+			const { sql, values } = this.select({ query: selected }, "count(*) AS n");
+			return (this.db.writer.prepare(sql).get(...(values as SQLInputValue[])) as { n: number }).n;
+		};
+		if (absent === undefined) return Promise.resolve(counted(query));
+		const { [absent]: _, ...rest } = query;
+		return Promise.resolve(counted(rest) - counted({ ...rest, [absent]: { $exists: true } }));
 	}
 
 	async findOne(query: Doc): Promise<Doc | undefined> {
@@ -187,7 +223,7 @@ export class SqliteAdapter {
 
 	/** How many records matched `query`, each changed by `update` in one atomic statement. */
 	updateMany(query: Doc, update: Doc): Promise<number> {
-		const condition = where(query);
+		const condition = where(query, this.columns);
 		const doc = updatedDoc(update);
 		const sql = `UPDATE ${this.options.collection} SET doc = ${doc.sql} WHERE ${condition.sql}`;
 		return this.write(db => Number(db.prepare(sql).run(...([...doc.values, ...condition.values] as SQLInputValue[])).changes));
@@ -203,7 +239,7 @@ export class SqliteAdapter {
 	}
 
 	removeMany(query: Doc): Promise<number> {
-		const { sql, values } = where(query);
+		const { sql, values } = where(query, this.columns);
 		return this.write(db =>
 			Number(db.prepare(`DELETE FROM ${this.options.collection} WHERE ${sql}`).run(...(values as SQLInputValue[])).changes),
 		);

@@ -5,7 +5,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { DATA_SERVICE_NAMES } from "../catalogue/services";
 
 export const DATABASE_FILE = "catalogue.sqlite";
 /** The file whose SQLite lock says which processes have the database open (`Holding`). */
@@ -63,7 +62,6 @@ function compiled(source: string, flags: string): RegExp {
 function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSync {
 	const db = new DatabaseSync(file, { readOnly: options.readOnly ?? false, timeout: BUSY_WAIT_MS });
 	try {
-		if (file !== ":memory:" && !options.readOnly) db.exec("PRAGMA journal_mode = WAL");
 		db.exec("PRAGMA synchronous = NORMAL");
 		db.function("catalogue_matches", { deterministic: true }, (value, source, flags) =>
 			typeof value === "string" && compiled(String(source), String(flags)).test(value) ? 1 : 0,
@@ -80,19 +78,25 @@ function prepare(db: DatabaseSync, file: string, readOnly = false): void {
 	const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[];
 	if (tables.length > 0 && !tables.some(({ name }) => name === "catalogue_meta"))
 		throw new UnusableDataDir(`${file} is not a catalogue's database (it holds tables ${tables.map(t => t.name).join(", ")})`);
-	if (!readOnly) create(db);
+	if (readOnly) return verify(db, file);
+	create(db);
+	verify(db, file);
+	if (file !== ":memory:") db.exec("PRAGMA journal_mode = WAL");
+}
+
+/** Refuses a catalogue database of another format. */
+function verify(db: DatabaseSync, file: string): void {
 	const { value } = (db.prepare("SELECT value FROM catalogue_meta WHERE key = 'format'").get() ?? { value: "none" }) as { value: string };
 	if (value !== FORMAT)
 		throw new UnusableDataDir(`${file} is a catalogue database of another format (${value}); this version reads ${FORMAT}`);
 }
 
+/** The database's own notes; each collection's table is made by its adapter (lib/storage/sqlite-adapter.ts). */
 function create(db: DatabaseSync): void {
 	db.exec("BEGIN IMMEDIATE");
 	try {
 		db.exec("CREATE TABLE IF NOT EXISTS catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
 		db.prepare("INSERT OR IGNORE INTO catalogue_meta VALUES ('format', ?)").run(FORMAT);
-		for (const name of DATA_SERVICE_NAMES)
-			db.exec(`CREATE TABLE IF NOT EXISTS ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL) WITHOUT ROWID`);
 		db.exec("COMMIT");
 	} catch (err) {
 		db.exec("ROLLBACK");
@@ -121,16 +125,17 @@ function lock(dataDir: string, holding: Holding, writer: DatabaseSync): Database
 		const owner = writer.prepare("SELECT value FROM catalogue_meta WHERE key = 'owner'").get() as { value: string } | undefined;
 		throw new DataDirInUse(inUseText(dataDir, holding, owner?.value));
 	}
-	if (holding === "alone") writer.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('owner', ?)").run(`process ${process.pid}`);
+	writer.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('owner', ?)").run(`process ${process.pid}`);
 	return held;
 }
 
 const SQLITE_BUSY = 5;
 
-const inUseText = (dataDir: string, holding: Holding, owner = "another process") =>
+/** `owner`: the last process that opened the folder, which is the holder when one holds it alone. */
+const inUseText = (dataDir: string, holding: Holding, owner = "unknown") =>
 	holding === "alone"
-		? `DATA_DIR ${dataDir} is in use by another catalogue process (${owner}): stop it first, or give every process that ` +
-			"shares the folder the same REDIS_URL, so that their caches see each other's writes (docs/storage.md)"
+		? `DATA_DIR ${dataDir} is in use by another catalogue process (last opened by ${owner}): stop it first, or give every ` +
+			"process that shares the folder the same REDIS_URL, so that their caches see each other's writes (docs/storage.md)"
 		: `DATA_DIR ${dataDir} is in use by a catalogue process that caches answers in its own memory (${owner}): stop it, ` +
 			"or start it with the same REDIS_URL as this one (docs/storage.md)";
 
@@ -158,15 +163,11 @@ interface Open extends Database {
 const opened = new Map<string, Open>();
 
 /**
- * The database of `dataDir`, opened (and created, migrated from NeDB files by `migrate`) on first
- * use in the process; `null` gives a database in memory of its own. Throws `UnusableDataDir` when
+ * The database of `dataDir`, opened (and created) on first use in the process; `null` gives a
+ * database in memory of its own. Throws `UnusableDataDir` when
  * the folder or its file cannot be used, and `DataDirInUse` when another process holds it.
  */
-export function openDatabase(
-	dataDir: string | null,
-	holding: Holding,
-	migrate: (db: DatabaseSync, dataDir: string) => void = () => undefined,
-): Database {
+export function openDatabase(dataDir: string | null, holding: Holding): Database {
 	if (dataDir === null) {
 		const db = connect(":memory:");
 		prepare(db, ":memory:");
@@ -186,7 +187,6 @@ export function openDatabase(
 		connections.push(writer);
 		prepare(writer, file);
 		connections.push(lock(dir, holding, writer));
-		migrate(writer, dir);
 		const reader = connect(file);
 		connections.push(reader);
 		const database: Open = {

@@ -16,11 +16,15 @@ export interface Sql {
 /** The name of a record's field as the services spell it: letters, digits and `_`, nested with dots. */
 const FIELD = /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/;
 
-/** The SQL of a field's value: `_id` is a column, any other field is read out of `doc`. */
-export function column(field: string): string {
+/** The fields a table keeps in columns of their own (lib/storage/sqlite-adapter.ts), besides `doc`. */
+export type Columns = ReadonlySet<string>;
+const NONE: Columns = new Set();
+
+/** The SQL of a field's value: `_id` and the `stored` fields are columns, any other field is read out of `doc`. */
+export function column(field: string, stored: Columns = NONE): string {
 	if (field === "_id") return "_id";
 	if (!FIELD.test(field)) throw new Error(`not a field the catalogue stores: ${JSON.stringify(field)}`);
-	return `json_extract(doc, '$.${field}')`;
+	return stored.has(field) ? `"${field}"` : `json_extract(doc, '$.${field}')`;
 }
 
 /** A value as SQLite compares it: strings and numbers as they are; anything else has no meaning in a query here. */
@@ -32,10 +36,10 @@ function bound(value: unknown): Value {
 const COMPARISONS: Record<string, string> = { $lt: "<", $gt: ">" };
 
 /** The condition on one field: a value to equal, or an object of operators, all of which must hold. */
-function condition(field: string, test: unknown): Sql {
-	const col = column(field);
+function condition(field: string, test: unknown, stored: Columns): Sql {
+	const col = column(field, stored);
 	if (test === null || typeof test !== "object" || test instanceof RegExp) {
-		if (test instanceof RegExp) return condition(field, { $regex: test });
+		if (test instanceof RegExp) return condition(field, { $regex: test }, stored);
 		return { sql: `${col} = ?`, values: [bound(test)] };
 	}
 	const parts = Object.entries(test as Record<string, unknown>).map(([operator, operand]): Sql => {
@@ -65,23 +69,23 @@ function and(parts: Sql[]): Sql {
 }
 
 /** The WHERE condition of a query: every field's condition holds, and one of each `$or`'s queries. */
-export function where(query: Record<string, unknown> = {}): Sql {
+export function where(query: Record<string, unknown> = {}, stored: Columns = NONE): Sql {
 	const parts = Object.entries(query).map(([field, test]): Sql => {
 		if (field === "$or") {
-			const alternatives = (test as Record<string, unknown>[]).map(where);
+			const alternatives = (test as Record<string, unknown>[]).map(alternative => where(alternative, stored));
 			return {
 				sql: alternatives.map(part => `(${part.sql})`).join(" OR ") || "0",
 				values: alternatives.flatMap(part => part.values),
 			};
 		}
-		return condition(field, test);
+		return condition(field, test, stored);
 	});
 	return and(parts);
 }
 
 /** moleculer-db's sort keys (`field`, `-field` for descending) as an ORDER BY list. */
-export function orderBy(sort: string[] = []): string {
-	return sort.map(key => (key.startsWith("-") ? `${column(key.slice(1))} DESC` : `${column(key)} ASC`)).join(", ");
+export function orderBy(sort: string[] = [], stored: Columns = NONE): string {
+	return sort.map(key => (key.startsWith("-") ? `${column(key.slice(1), stored)} DESC` : `${column(key, stored)} ASC`)).join(", ");
 }
 
 /**

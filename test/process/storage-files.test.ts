@@ -65,7 +65,10 @@ test("a DATA_DIR of the previous release's NeDB files starts migrated, listing e
 	expect(aside).toHaveLength(1);
 	expect(readdirSync(path.join(dataDir, aside[0])).sort()).toEqual(NEDB_FILES);
 	for (const file of NEDB_FILES) expect(existsSync(path.join(dataDir, file))).toBe(false);
-	expect(first.output()).toContain(`The NeDB files are kept in ${path.join(dataDir, aside[0])}`);
+	for (const file of NEDB_FILES)
+		expect(first.output()).toContain(
+			`The NeDB file is kept as ${path.join(dataDir, aside[0], file)}; the catalogue no longer reads it.`,
+		);
 	expect(first.output()).toMatch(/Migrated 25 games from the NeDB file/);
 
 	const second = await startProcess({ DATA_DIR: dataDir, STORAGE: "file", LOGLEVEL: "info" });
@@ -186,7 +189,9 @@ test("a second catalogue on a DATA_DIR in use is refused while the first caches 
 	try {
 		const second = await ending({ DATA_DIR: dataDir, PORT: "0" });
 		expect(second.code).toBe(1);
-		expect(second.output).toContain(`DATA_DIR ${dataDir} is in use by another catalogue process (process ${first.child.pid})`);
+		expect(second.output).toContain(
+			`DATA_DIR ${dataDir} is in use by another catalogue process (last opened by process ${first.child.pid})`,
+		);
 		// Readers are not refused: the backup copies it while it runs.
 		const backup = await runTool("backup", [path.join(dataFolder(), "copy")], { env: { DATA_DIR: dataDir, STORAGE: "file" } });
 		expect(backup.code).toBe(0);

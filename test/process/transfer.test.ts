@@ -276,7 +276,7 @@ describe("interrupted and concurrent runs", () => {
 			running = await startProcess(embedded(sourceDir));
 			const refused = await runTool("import", [sourceFile], { env: embedded(sourceDir) });
 			expect(refused.output).toContain(
-				`DATA_DIR ${sourceDir} is in use by another catalogue process (process ${running.child.pid}): stop it first`,
+				`DATA_DIR ${sourceDir} is in use by another catalogue process (last opened by process ${running.child.pid}): stop it first`,
 			);
 			expect(refused.output).toContain("the same REDIS_URL");
 			expect(refused.code).toBe(1);

@@ -6,6 +6,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { backupDataDir, backupText, MANIFEST, noFilesToBackUp } from "../../lib/storage/backup";
 import { DATABASE_FILE, openDatabase, type Database } from "../../lib/storage/sqlite-database";
+import { withTables } from "../support/sqlite";
 
 // lib/storage/backup.ts on a SQLite database this process holds open and writes, as the REPL's node does.
 
@@ -17,7 +18,7 @@ beforeEach(async () => {
 	root = await mkdtemp(path.join(tmpdir(), "catalogue-backup-"));
 	[dataDir, target] = [path.join(root, "data"), path.join(root, "backup")];
 	mkdirSync(dataDir);
-	database = openDatabase(dataDir, "alone");
+	database = withTables(openDatabase(dataDir, "alone"));
 });
 afterEach(async () => {
 	jest.restoreAllMocks();

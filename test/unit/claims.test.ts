@@ -1,19 +1,26 @@
 import { ServiceBroker } from "moleculer";
-import { MemoryAdapter } from "moleculer-db";
 import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/integrity/claims";
+import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import { stillPending } from "../support/catalogue";
 
-// Claims against a real NeDB datastore (moleculer-db's MemoryAdapter), the store the services use.
+// Claims against the store the services use: SQLite, in memory here.
 
 const deleting: ClaimOptions = { field: "deleting", leaseMs: 60_000 };
-let adapter: InstanceType<typeof MemoryAdapter>;
+let adapter: SqliteAdapter;
 let store: ClaimStore;
 
 /** The record as stored, claim fields included. */
-const stored = (id: string) => adapter.findById(id) as Promise<{ deleting?: Claim & { author?: string } } | null>;
+const stored = (id: string) => adapter.findById(id) as Promise<{ deleting?: Claim & { author?: string } } | undefined>;
 
 beforeEach(async () => {
-	adapter = new MemoryAdapter();
+	adapter = new SqliteAdapter({
+		dataDir: null,
+		holding: "alone",
+		collection: "authors",
+		indexes: [],
+		sparseIndexes: ["deleting.token"],
+		orders: [],
+	});
 	adapter.init(new ServiceBroker({ logger: false }), {} as never);
 	await adapter.connect();
 	store = { findById: stored, updateMany: (query, update) => adapter.updateMany(query, update) };

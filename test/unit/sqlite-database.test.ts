@@ -1,0 +1,265 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { withTables } from "../support/sqlite";
+import {
+	DATABASE_FILE,
+	DataDirInUse,
+	openDatabase,
+	openForReading,
+	UnusableDataDir,
+	type Holding,
+} from "../../lib/storage/sqlite-database";
+
+// Which processes may open a DATA_DIR's database, and the folders it refuses. Another catalogue
+// process is played by a child process that takes the lock file's SQLite lock the way
+// lib/storage/sqlite-database.ts does, and holds it until it is killed.
+
+const LOCKER = `
+import { DatabaseSync } from "node:sqlite";
+const [file, holding] = process.argv.slice(2);
+const db = new DatabaseSync(file, { timeout: 0 });
+try {
+	if (holding === "alone") db.exec("BEGIN EXCLUSIVE");
+	else {
+		db.exec("BEGIN");
+		db.prepare("SELECT count(*) FROM sqlite_schema").get();
+	}
+} catch (err) {
+	process.stdout.write("refused " + err.errcode + "\\n");
+	process.exit(3);
+}
+process.stdout.write("held\\n");
+setInterval(() => undefined, 60_000);
+`;
+
+let root: string;
+let locker: string;
+const children: ChildProcess[] = [];
+
+beforeAll(() => {
+	root = mkdtempSync(path.join(tmpdir(), "sqlite-database-"));
+	locker = path.join(root, "locker.mjs");
+	writeFileSync(locker, LOCKER);
+});
+
+afterEach(async () => {
+	for (const child of children.splice(0)) await kill(child);
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const freshDataDir = () => mkdtempSync(path.join(root, "data-"));
+
+/** Ends `child` as `kill -9` does, and waits until it is gone. */
+async function kill(child: ChildProcess): Promise<void> {
+	if (child.exitCode !== null || child.signalCode !== null) return;
+	const exited = once(child, "exit");
+	child.kill("SIGKILL");
+	await exited;
+}
+
+/**
+ * Another process taking the lock of `dataDir` as `holding`: "held" (it keeps it until killed)
+ * or "refused" (it has ended).
+ */
+async function otherProcess(dataDir: string, holding: Holding): Promise<{ child: ChildProcess; answer: "held" | "refused" }> {
+	const child = spawn(process.execPath, [locker, path.join(dataDir, "catalogue.lock"), holding], { stdio: ["ignore", "pipe", "pipe"] });
+	children.push(child);
+	let output = "";
+	let errors = "";
+	child.stderr.on("data", (chunk: Buffer) => (errors += chunk.toString()));
+	return new Promise((resolve, reject) => {
+		child.stdout.on("data", (chunk: Buffer) => {
+			output += chunk.toString();
+			if (output.startsWith("held\n")) resolve({ child, answer: "held" });
+			else if (output === "refused 5\n") resolve({ child, answer: "refused" });
+		});
+		child.on("exit", code => reject(new Error(`the locking process ended (${code}) with ${JSON.stringify(output + errors)}`)));
+	});
+}
+
+/** The error `open` throws; fails when it throws none. */
+function thrownBy(open: () => unknown): Error {
+	try {
+		const database = open() as { release(): void };
+		database.release();
+	} catch (err) {
+		return err as Error;
+	}
+	throw new Error("it opened");
+}
+
+describe("the DATA_DIR's lock", () => {
+	test("another process holding it alone refuses this one, alone or shared, naming the folder", async () => {
+		const dataDir = freshDataDir();
+		await otherProcess(dataDir, "alone");
+		const expected = {
+			alone: `DATA_DIR ${dataDir} is in use by another catalogue process`,
+			shared: `DATA_DIR ${dataDir} is in use by a catalogue process that caches answers in its own memory`,
+		};
+		for (const holding of ["alone", "shared"] as const) {
+			const refused = thrownBy(() => openDatabase(dataDir, holding));
+			expect(refused).toBeInstanceOf(DataDirInUse);
+			expect(refused.message).toContain(expected[holding]);
+			expect(refused.message).not.toContain("\n");
+		}
+	});
+
+	test("another process holding it shared lets this one share it and refuses it alone", async () => {
+		const dataDir = freshDataDir();
+		await otherProcess(dataDir, "shared");
+		const shared = withTables(openDatabase(dataDir, "shared"));
+		shared.writer.prepare("INSERT INTO games VALUES ('g1', '{}')").run();
+		shared.release();
+		const refused = thrownBy(() => openDatabase(dataDir, "alone"));
+		expect(refused).toBeInstanceOf(DataDirInUse);
+		expect(refused.message).toContain(`DATA_DIR ${dataDir} is in use by another catalogue process`);
+	});
+
+	test("this process holding it alone refuses any other process; released, it is free", async () => {
+		const dataDir = freshDataDir();
+		const database = openDatabase(dataDir, "alone");
+		expect((await otherProcess(dataDir, "alone")).answer).toBe("refused");
+		expect((await otherProcess(dataDir, "shared")).answer).toBe("refused");
+		database.release();
+		expect((await otherProcess(dataDir, "alone")).answer).toBe("held");
+	});
+
+	test("this process holding it shared lets other processes share it, not hold it alone", async () => {
+		const dataDir = freshDataDir();
+		const database = openDatabase(dataDir, "shared");
+		try {
+			expect((await otherProcess(dataDir, "shared")).answer).toBe("held");
+			expect((await otherProcess(dataDir, "alone")).answer).toBe("refused");
+		} finally {
+			database.release();
+		}
+	});
+
+	test("the lock is held until every user in the process has released the database", async () => {
+		const dataDir = freshDataDir();
+		const first = openDatabase(dataDir, "alone");
+		const second = openDatabase(dataDir, "alone");
+		first.release();
+		expect((await otherProcess(dataDir, "alone")).answer).toBe("refused");
+		second.release();
+		expect((await otherProcess(dataDir, "alone")).answer).toBe("held");
+	});
+
+	test("a holder killed with SIGKILL leaves the lock free", async () => {
+		const dataDir = freshDataDir();
+		const { child } = await otherProcess(dataDir, "alone");
+		expect(thrownBy(() => openDatabase(dataDir, "alone"))).toBeInstanceOf(DataDirInUse);
+		await kill(child);
+		const database = openDatabase(dataDir, "alone");
+		database.release();
+	});
+
+	test("a reader (export, backup) is never refused by the lock", async () => {
+		const dataDir = freshDataDir();
+		const database = withTables(openDatabase(dataDir, "alone"));
+		database.writer.prepare("INSERT INTO authors VALUES ('a1', '{\"name\":\"Uwe\"}')").run();
+		database.release();
+		await otherProcess(dataDir, "alone");
+		const reader = openForReading(dataDir);
+		try {
+			expect(reader.prepare("SELECT _id, doc FROM authors").all()).toEqual([{ _id: "a1", doc: '{"name":"Uwe"}' }]);
+		} finally {
+			reader.close();
+		}
+	});
+});
+
+describe("a DATA_DIR that cannot be used", () => {
+	/** The UnusableDataDir `open` throws, checked to be one line naming `named`. */
+	function refusal(open: () => unknown, named: string): string {
+		const refused = thrownBy(open);
+		expect(refused).toBeInstanceOf(UnusableDataDir);
+		expect(refused).not.toBeInstanceOf(DataDirInUse);
+		expect(refused.message).toContain(named);
+		expect(refused.message).not.toContain("\n");
+		return refused.message;
+	}
+
+	test("under a regular file", () => {
+		const file = path.join(freshDataDir(), "file");
+		writeFileSync(file, "not a folder");
+		const dataDir = path.join(file, "data");
+		expect(refusal(() => openDatabase(dataDir, "alone"), dataDir)).toContain("ENOTDIR");
+	});
+
+	test("a folder it may not write in", () => {
+		const dataDir = freshDataDir();
+		chmodSync(dataDir, 0o555);
+		let writable = true;
+		try {
+			writeFileSync(path.join(dataDir, "probe"), "");
+		} catch {
+			writable = false;
+		}
+		// root writes in any folder whatever its mode; /proc refuses new files to root too.
+		const unwritable = writable ? "/proc" : dataDir;
+		refusal(() => openDatabase(unwritable, "alone"), path.join(unwritable, DATABASE_FILE));
+		chmodSync(dataDir, 0o755);
+	});
+
+	test("a folder that cannot be made, under /proc too (where Node's recursive mkdir never returns)", () => {
+		refusal(() => openDatabase("/proc/nope/data", "alone"), "/proc/nope");
+	});
+
+	test("a catalogue.sqlite that is not a SQLite file, left as it was", () => {
+		const dataDir = freshDataDir();
+		const file = path.join(dataDir, DATABASE_FILE);
+		const bytes = randomBytes(4096);
+		writeFileSync(file, bytes);
+		refusal(() => openDatabase(dataDir, "alone"), file);
+		expect(readFileSync(file).equals(bytes)).toBe(true);
+	});
+
+	test("the SQLite file of another application, left as it was: its tables, and its journal mode", () => {
+		const dataDir = freshDataDir();
+		const file = path.join(dataDir, DATABASE_FILE);
+		const other = new DatabaseSync(file);
+		other.exec("CREATE TABLE foo (bar TEXT); INSERT INTO foo VALUES ('kept')");
+		other.close();
+		expect(refusal(() => openDatabase(dataDir, "alone"), file)).toBe(`${file} is not a catalogue's database (it holds tables foo)`);
+		const reopened = new DatabaseSync(file, { readOnly: true });
+		try {
+			expect(reopened.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all()).toEqual([{ name: "foo" }]);
+			expect(reopened.prepare("SELECT bar FROM foo").all()).toEqual([{ bar: "kept" }]);
+			expect(reopened.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "delete" });
+		} finally {
+			reopened.close();
+		}
+	});
+
+	test("a catalogue database of another format", () => {
+		const dataDir = freshDataDir();
+		const file = path.join(dataDir, DATABASE_FILE);
+		const other = new DatabaseSync(file);
+		other.exec(
+			"CREATE TABLE catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO catalogue_meta VALUES ('format', 'game-catalogue 2')",
+		);
+		other.close();
+		expect(refusal(() => openDatabase(dataDir, "alone"), file)).toContain("another format (game-catalogue 2)");
+	});
+
+	test("openForReading a DATA_DIR without a database refuses it and creates none", () => {
+		const dataDir = freshDataDir();
+		const file = path.join(dataDir, DATABASE_FILE);
+		refusal(() => openForReading(dataDir), file);
+		expect(existsSync(file)).toBe(false);
+	});
+
+	test("the folder is created when it does not exist yet", () => {
+		const dataDir = path.join(freshDataDir(), "new", "data");
+		const database = openDatabase(dataDir, "alone");
+		database.release();
+		expect(existsSync(path.join(dataDir, DATABASE_FILE))).toBe(true);
+	});
+});

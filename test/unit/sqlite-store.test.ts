@@ -1,0 +1,226 @@
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { ServiceBroker, type Service } from "moleculer";
+import { isDuplicateId } from "../../lib/storage/adapter";
+import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
+import { DATABASE_FILE, openDatabase, openForReading } from "../../lib/storage/sqlite-database";
+import { orderBy, where } from "../../lib/storage/sqlite-query";
+
+// The SQLite adapter on a real DATA_DIR, as moleculer-db drives it.
+
+const broker = new ServiceBroker({ logger: false });
+let root: string;
+const connected: SqliteAdapter[] = [];
+
+beforeAll(() => {
+	root = mkdtempSync(path.join(tmpdir(), "sqlite-store-"));
+});
+
+afterEach(async () => {
+	for (const adapter of connected.splice(0)) await adapter.disconnect();
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const freshDataDir = () => mkdtempSync(path.join(root, "data-"));
+
+/** A connected adapter for `collection` under `dataDir`, with the indexes the games service asks for. */
+async function store(dataDir: string, collection = "games"): Promise<SqliteAdapter> {
+	const adapter = new SqliteAdapter({
+		dataDir,
+		holding: "alone",
+		collection,
+		indexes: ["category"],
+		sparseIndexes: ["draft"],
+		orders: [["title"]],
+	});
+	adapter.init(broker, { logger: broker.getLogger("store") } as unknown as Service);
+	await adapter.connect();
+	connected.push(adapter);
+	return adapter;
+}
+
+const game = (n: number) => ({ _id: `g${String(n).padStart(4, "0")}`, title: `Title ${String(9999 - n).padStart(4, "0")}`, age: n % 18 });
+
+/** `count` games, whose ids sort in the opposite order from their titles. */
+const manyGames = (count: number) => Array.from({ length: count }, (_, n) => game(n));
+
+describe("SqliteAdapter", () => {
+	test("a record inserted is found by its id, with every field", async () => {
+		const adapter = await store(freshDataDir());
+		const record = { _id: "g1", title: `"Quoted" Café 🎲\u2028`, age: 12, category: "c1", change: { token: "t1", at: 5 } };
+		expect(await adapter.insert(record)).toEqual(record);
+		expect(await adapter.findById("g1")).toEqual(record);
+		expect(await adapter.findById("nope")).toBeUndefined();
+	});
+
+	test("an id already stored is refused, recognised by isDuplicateId", async () => {
+		const adapter = await store(freshDataDir());
+		await adapter.insert({ _id: "g1", title: "First" });
+		const refused: unknown = await adapter.insert({ _id: "g1", title: "Second" }).catch((err: unknown) => err);
+		expect(refused).toMatchObject({ message: "UNIQUE constraint failed: games._id" });
+		expect(isDuplicateId(refused)).toBe(true);
+		expect(await adapter.findById("g1")).toEqual({ _id: "g1", title: "First" });
+	});
+
+	test("insertMany of a batch holding an id already stored stores none of it", async () => {
+		const adapter = await store(freshDataDir());
+		await adapter.insert({ _id: "g2", title: "Stored" });
+		const batch = [
+			{ _id: "g1", title: "New 1" },
+			{ _id: "g2", title: "Again" },
+			{ _id: "g3", title: "New 3" },
+		];
+		const refused: unknown = await adapter.insertMany(batch).catch((err: unknown) => err);
+		expect(isDuplicateId(refused)).toBe(true);
+		expect(await adapter.find({})).toEqual([{ _id: "g2", title: "Stored" }]);
+		expect(await adapter.insertMany([batch[0], batch[2]])).toEqual([batch[0], batch[2]]);
+		expect(await adapter.count()).toBe(3);
+	});
+
+	test("a failure other than a duplicate id is not taken for one", async () => {
+		const adapter = await store(freshDataDir());
+		const refused: unknown = await adapter.insert({ _id: "g1", title: 1n }).catch((err: unknown) => err);
+		expect(refused).toMatchObject({ message: expect.stringContaining("BigInt") });
+		expect(isDuplicateId(refused)).toBe(false);
+	});
+
+	test("a conditional updateMany changes the record only when the condition holds", async () => {
+		const adapter = await store(freshDataDir());
+		await adapter.insertMany([
+			{ _id: "g1", title: "Draft", draft: 1 },
+			{ _id: "g2", title: "Published" },
+		]);
+		const claim = { $set: { change: { token: "t1", at: 7 } } };
+		expect(await adapter.updateMany({ _id: "g1", draft: { $exists: false } }, claim)).toBe(0);
+		expect(await adapter.findById("g1")).toEqual({ _id: "g1", title: "Draft", draft: 1 });
+		expect(await adapter.updateMany({ _id: "g2", draft: { $exists: false } }, claim)).toBe(1);
+		expect(await adapter.findById("g2")).toEqual({ _id: "g2", title: "Published", change: { token: "t1", at: 7 } });
+		// A second claim on the claimed record finds it taken.
+		expect(await adapter.updateMany({ _id: "g2", change: { $exists: false } }, { $set: { change: { token: "t2" } } })).toBe(0);
+		expect(await adapter.findOne({ "change.token": "t1" })).toMatchObject({ _id: "g2" });
+	});
+
+	test("updateById, removeById and removeMany answer what they changed", async () => {
+		const adapter = await store(freshDataDir());
+		await adapter.insertMany([game(1), game(2), game(3)]);
+		expect(await adapter.updateById("g0001", { $set: { age: 99 } })).toEqual({ ...game(1), age: 99 });
+		expect(await adapter.updateById("nope", { $set: { age: 99 } })).toBeUndefined();
+		expect(await adapter.removeById("g0002")).toEqual(game(2));
+		expect(await adapter.removeById("g0002")).toBeUndefined();
+		expect(await adapter.findByIds(["g0003", "g0002", "g0001"])).toEqual([{ ...game(1), age: 99 }, game(3)]);
+		expect(await adapter.removeMany({ age: { $gt: 50 } })).toBe(1);
+		expect(await adapter.find({})).toEqual([game(3)]);
+	});
+
+	test("find with sort, limit and offset answers one page in order", async () => {
+		const adapter = await store(freshDataDir());
+		await adapter.insertMany(manyGames(20));
+		const page = await adapter.find({ sort: ["title"], limit: 3, offset: 5 });
+		expect(page.map(record => record._id)).toEqual(["g0014", "g0013", "g0012"]);
+		const last = await adapter.find({ query: { age: { $lt: 10 } }, sort: ["-title"], limit: 4, offset: 8 });
+		expect(last.map(record => record._id)).toEqual(["g0008", "g0009", "g0018", "g0019"]);
+		expect(await adapter.find({ sort: ["title"], offset: 18 })).toEqual([game(1), game(0)]);
+		expect(await adapter.count({ query: { age: { $lt: 10 } } })).toBe(12);
+	});
+
+	test("pages are read from the indexes the options name, never sorted afresh", async () => {
+		const dataDir = freshDataDir();
+		const adapter = await store(dataDir);
+		await adapter.insertMany(manyGames(100));
+		// The same database, the process's one: opening the DATA_DIR again shares it.
+		const database = openDatabase(dataDir, "alone");
+		try {
+			// The indexed fields are columns of the table.
+			const columns = new Set(["title", "category", "draft"]);
+			const plan = (query: Record<string, unknown>, sort: string[] = []) => {
+				const condition = where(query, columns);
+				const order = sort.length > 0 ? ` ORDER BY ${orderBy(sort, columns)}` : "";
+				const sql = `EXPLAIN QUERY PLAN SELECT _id, doc FROM games WHERE ${condition.sql}${order} LIMIT 10`;
+				return (database.writer.prepare(sql).all(...condition.values) as { detail: string }[]).map(row => row.detail).join("; ");
+			};
+			expect(plan({}, ["title"])).toBe("SCAN games USING INDEX games_by_title");
+			expect(plan({ category: "c1" })).toBe("SEARCH games USING INDEX games_category (category=?)");
+			expect(plan({ draft: { $exists: true } })).toBe("SEARCH games USING INDEX games_draft (draft>?)");
+		} finally {
+			database.release();
+		}
+		expect(await adapter.count()).toBe(100);
+	});
+
+	test("a find without a limit answers every record in order, the event loop free meanwhile", async () => {
+		const adapter = await store(freshDataDir());
+		const games = manyGames(5000);
+		await adapter.insertMany(games);
+		let turned = false;
+		setImmediate(() => (turned = true));
+		const listing = adapter.find({ sort: ["title"] }).then(records => ({ records, turnedBefore: turned }));
+		const { records, turnedBefore } = await listing;
+		expect(turnedBefore).toBe(true);
+		expect(records).toEqual(games.reverse());
+	});
+
+	test("a write during a long find commits at once, seen by any read that starts after", async () => {
+		const dataDir = freshDataDir();
+		const adapter = await store(dataDir);
+		await adapter.insertMany(manyGames(5000));
+		let finished = false;
+		const listing = adapter.find({ sort: ["title"] }).finally(() => (finished = true));
+		await nextTurn();
+		expect(finished).toBe(false);
+
+		const late = { _id: "late", title: "Zz late" };
+		await adapter.insert(late);
+		expect(await adapter.findById("late")).toEqual(late);
+		// Committed: a connection of its own, outside this process's shared database, reads it.
+		const reader = openForReading(dataDir);
+		try {
+			expect(reader.prepare("SELECT _id FROM games WHERE _id = 'late'").get()).toEqual({ _id: "late" });
+		} finally {
+			reader.close();
+		}
+		expect(finished).toBe(false);
+
+		// The long find answers the records as they were when it began.
+		expect(await listing).toHaveLength(5000);
+		const after = await adapter.find({ sort: ["title"] });
+		expect(after).toHaveLength(5001);
+		expect(after[5000]).toEqual(late);
+	});
+
+	test("the records are still there once the store is closed and opened again", async () => {
+		const dataDir = freshDataDir();
+		const first = await store(dataDir);
+		await first.insertMany(manyGames(3));
+		await first.updateById("g0001", { $set: { title: "Changed" } });
+		await first.disconnect();
+
+		const again = await store(dataDir);
+		expect(await again.find({})).toEqual([game(0), { ...game(1), title: "Changed" }, game(2)]);
+	});
+
+	test("the collections of one DATA_DIR share one database file, opened once in the process", async () => {
+		const dataDir = freshDataDir();
+		const games = await store(dataDir, "games");
+		const authors = await store(dataDir, "authors");
+		await games.insert({ _id: "g1", title: "Agricola" });
+		await authors.insert({ _id: "a1", name: "Uwe Rosenberg" });
+		// Beside the database (and its WAL), only the lock file and its journal.
+		expect(readdirSync(dataDir).filter(name => !name.startsWith(DATABASE_FILE) && !name.startsWith("catalogue.lock"))).toEqual([]);
+
+		const first = openDatabase(dataDir, "alone");
+		const second = openDatabase(dataDir, "shared");
+		expect(second).toBe(first);
+		expect(first.file).toBe(path.join(dataDir, DATABASE_FILE));
+		const rows = first.writer.prepare("SELECT (SELECT count(*) FROM games) AS games, (SELECT count(*) FROM authors) AS authors").get();
+		expect(rows).toEqual({ games: 1, authors: 1 });
+		first.release();
+		second.release();
+
+		// The adapters' own hold on the database outlives the two released above.
+		await games.disconnect();
+		expect(await authors.findById("a1")).toEqual({ _id: "a1", name: "Uwe Rosenberg" });
+	});
+});
