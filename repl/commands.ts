@@ -75,7 +75,7 @@ export const catalogueCommands: ReplCommand[] = [
 	},
 	{
 		command: "backup <dir>",
-		description: "Copy this node's NeDB files (DATA_DIR) into <dir>, consistent, while the catalogue runs",
+		description: "Copy this node's SQLite database (DATA_DIR) into <dir>, one snapshot, while the catalogue runs",
 		action: printing(backup),
 	},
 ];

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's docker-compose.yml, run on this machine's own engine (engine.sh) with the stand-in
-# images (stand-ins.sh) and the NeDB override (compose.nedb.yml): deploy/local-docker/README.md.
+# images (stand-ins.sh) and the SQLite override (compose.sqlite.yml): deploy/local-docker/README.md.
 #   stack.sh up            engine, stand-ins, the image built from the Dockerfile, `up -d`
 #   stack.sh down          the stack and its volumes removed, the engine stopped by its PID
 #   stack.sh compose ARGS  docker-compose with the same files, environment file and engine
@@ -15,7 +15,7 @@ DOCKER_HOST="$(bash $here/engine.sh host)"
 
 compose() {
 	[ -f "$env_file" ] || { echo "stack: no $env_file: copy .env.example and set its credentials" >&2; exit 1; }
-	docker-compose --env-file "$env_file" -f docker-compose.yml -f $here/compose.nedb.yml "$@"
+	docker-compose --env-file "$env_file" -f docker-compose.yml -f $here/compose.sqlite.yml "$@"
 }
 
 case "${1:-}" in
@@ -34,7 +34,7 @@ case "${1:-}" in
 		bash $here/engine.sh start
 		step="making the stand-in images (stand-ins.sh)"
 		bash $here/stand-ins.sh
-		echo "stack: MongoDB cannot run here (no registry reachable carries it): the catalogue nodes keep NeDB files on a volume each ($here/compose.nedb.yml)"
+		echo "stack: MongoDB cannot run here (no registry reachable carries it): the catalogue nodes keep SQLite databases on a volume each ($here/compose.sqlite.yml)"
 		# On the host's network: this engine runs without iptables, so its bridge has no route out,
 		# and npm install needs the registry. The nodes themselves run on compose's bridge network.
 		echo "stack: building game-catalogue:local from the Dockerfile"

@@ -107,7 +107,7 @@ describe("docker-compose.yml", () => {
 	});
 
 	test("interpolates none of the machine settings the local stack passes to its commands: its variables come from the environment file alone", () => {
-		const names = ["docker-compose.yml", "deploy/local-docker/compose.nedb.yml"].flatMap(file =>
+		const names = ["docker-compose.yml", "deploy/local-docker/compose.sqlite.yml"].flatMap(file =>
 			[...read(file).matchAll(/\$\{(\w+)/g)].map(([, name]) => name),
 		);
 		expect(names).toEqual(expect.arrayContaining(["NATS_PASSWORD", "API_PORT"]));

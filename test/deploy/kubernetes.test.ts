@@ -143,7 +143,7 @@ describe("deploy/kubernetes", () => {
 					readOnlyRootFilesystem: true,
 					capabilities: { drop: ["ALL"] },
 				});
-				// MongoDB stores the records: no NeDB data volume, only a scratch /tmp.
+				// MongoDB stores the records: no SQLite data volume, only a scratch /tmp.
 				expect(container.volumeMounts.map((mount: any) => mount.mountPath)).toEqual(["/tmp"]);
 				expect(env(container).MONGO_URI.valueFrom.secretKeyRef).toBeDefined();
 			}

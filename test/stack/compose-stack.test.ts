@@ -11,7 +11,7 @@ import { rawRequest } from "../support/raw-http";
 import { DEPENDENCIES, NODES, Stack, stackEnvironment, writeEnvironment } from "../support/stack";
 
 // docker-compose.yml run for real (deploy/local-docker/README.md): this machine's own dockerd, the
-// stand-in images, the image built from the Dockerfile, and the one test override (NeDB files on a
+// stand-in images, the image built from the Dockerfile, and the one test override (a SQLite database on a
 // volume per service, as MongoDB cannot run here). The tests run in order on one stack: the last
 // two kill the games container and stop the gateway.
 
