@@ -2,7 +2,7 @@ import { describeError, send, sendJson, type Method } from "./http";
 import { measure, type Measurement } from "./measure";
 import { residentBytes } from "./processes";
 import { besideListsScenario, createScenario, updateScenario } from "./scenarios";
-import { addGames, seed, type Category, type Game, type Seeded } from "./seed";
+import { addGames, seed, type Author, type Category, type Game, type Seeded } from "./seed";
 import { loopDelay, type Target } from "./servers";
 import type { GrowthResult } from "./table";
 
@@ -55,11 +55,14 @@ async function timeRequests(
 const timeLists = (base: string, seconds: number, timings: number[], before: () => Promise<void>) =>
 	timeRequests(seconds, timings, before, () => list(base));
 
-/** The page the issue that asked for it timed: the 100th page of 20 games, no filter. */
-const GAME_PAGE = { pageable: { pageNumber: 99, pageSize: 20, sort: [{ property: "title", direction: "asc" }] } };
+/** A page of 20 records by `property`, no filter: the issues that asked for pages timed the 100th of games. */
+const page = (pageNumber: number, property: string) => ({ pageable: { pageNumber, pageSize: 20, sort: [{ property, direction: "asc" }] } });
 
-/** The size of one `POST /game` page. */
-const gamePage = (base: string) => answerSize(base, "POST", "/game", JSON.stringify(GAME_PAGE));
+/** The size of one `POST /game` page, the 100th unless `pageNumber` says which. */
+const gamePage = (base: string, pageNumber = 99) => answerSize(base, "POST", "/game", JSON.stringify(page(pageNumber, "title")));
+
+/** The size of the first `POST /author` page. */
+const authorPage = (base: string) => answerSize(base, "POST", "/author", JSON.stringify(page(0, "name")));
 
 /** Renames `category` to its own name: every cached game list and page becomes unreachable. */
 const renamer = (base: string, category: Category) => async () => {
@@ -93,16 +96,31 @@ async function timeList(
 	return { answerBytes, requests: cached.length + cold.length, meanMs: mean(cached), coldMs: mean(cold) };
 }
 
-/** The mean time of a game page computed afresh (after a rename of `category` each time). */
-async function timePages(base: string, seconds: number, category: Category): Promise<Pick<GrowthResult, "pageMs" | "error">> {
-	const timings: number[] = [];
+/** Renames `author` to its own name: every cached author page becomes unreachable. */
+const authorRenamer = (base: string, author: Author) => async () => {
+	const body = JSON.stringify({ name: author.name, nationality: author.nationality });
+	const answer = await send(base, "PUT", `/author/${author.id}`, body, REQUEST_TIMEOUT_MS);
+	if (answer.status !== 200) throw new Error(`PUT /author/{id} answered ${answer.status}`);
+};
+
+type Pages = Pick<GrowthResult, "pageMs" | "lastPageMs" | "authorPageMs" | "error">;
+
+/**
+ * The mean times of pages computed afresh: the 100th and the last game page (after a rename of
+ * the first category each time) and the first author page (after a rename of the first author).
+ */
+async function timePages(base: string, seconds: number, seeded: Seeded, games: number): Promise<Pages> {
+	const [hundredth, last, authors]: number[][] = [[], [], []];
+	const lastPage = Math.max(0, Math.ceil(games / 20) - 1);
 	try {
 		await gamePage(base);
-		await timeRequests(seconds, timings, renamer(base, category), () => gamePage(base));
+		await timeRequests(seconds, hundredth, renamer(base, seeded.categories[0]), () => gamePage(base));
+		await timeRequests(seconds, last, renamer(base, seeded.categories[0]), () => gamePage(base, lastPage));
+		await timeRequests(seconds, authors, authorRenamer(base, seeded.authors[0]), () => authorPage(base));
 	} catch (err) {
 		return { error: `pages: ${describeError(err)}` };
 	}
-	return { pageMs: mean(timings) };
+	return { pageMs: mean(hundredth), lastPageMs: mean(last), authorPageMs: mean(authors) };
 }
 
 /** Small reads while clients list every game (scenarios.ts besideListsScenario): their latency, or why none. */
@@ -147,8 +165,8 @@ async function timeWrites(
 
 /** How many games the catalogue holds (the creates of a write run add some). */
 async function countGames(base: string): Promise<number> {
-	const page = await sendJson<{ totalElements: number }>(base, "POST", "/game", { pageable: { pageNumber: 0, pageSize: 1 } });
-	return page.totalElements;
+	const first = await sendJson<{ totalElements: number }>(base, "POST", "/game", { pageable: { pageNumber: 0, pageSize: 1 } });
+	return first.totalElements;
 }
 
 /**
@@ -162,6 +180,8 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 	const seeded = await seed(target.base, { categories: options.categories, authors: options.authors, games: 0 }, options.concurrency);
 	const updated: Game[] = [];
 	let games = 0;
+	// What a start costs with no games, to tell it from what the data costs at each step.
+	const emptyRestartMs = await target.restart?.();
 	for (const step of options.steps) {
 		const started = performance.now();
 		let last = { at: started, done: games };
@@ -184,7 +204,7 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 		}
 		await loopDelay(target);
 		const timed = await timeList(target.base, options.seconds, seeded.categories[0]);
-		const pages = await timePages(target.base, options.seconds, seeded.categories[0]);
+		const pages = await timePages(target.base, options.seconds, seeded, step);
 		const beside = await timeBesideLists(target.base, seeded, step, options).catch(err => ({
 			error: describeError(err),
 			beside: undefined,
@@ -193,6 +213,9 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 			error: describeError(err),
 		}));
 		const loop = await loopDelay(target);
+		// Last: the new process's memory is not the one that served the step.
+		const rss = memory();
+		const restartMs = await target.restart?.().catch(() => undefined);
 		const result: GrowthResult = {
 			target: target.name,
 			games: step,
@@ -201,8 +224,10 @@ export async function grow(target: Target, options: GrowthOptions, log: (line: s
 			...beside,
 			...writes,
 			loopMs: loop?.maxMs,
+			restartMs,
+			emptyRestartMs,
 			error: timed.error ?? pages.error ?? beside.error ?? writes.error,
-			memory: memory(),
+			memory: rss,
 		};
 		results.push(result);
 		const summary = timed.error

@@ -37,7 +37,7 @@ export function settings(machine: Machine, pinning: Pinning, config: BenchConfig
 		["Pinning", pinning.note],
 		[
 			"Data set",
-			`${config.categories} categories, ${config.authors} authors, ${config.games} games, in NeDB files (npm start's default), the access log on`,
+			`${config.categories} categories, ${config.authors} authors, ${config.games} games, in SQLite (npm start's default), the access log on`,
 		],
 		["Runs", `${config.durationS} s measured after ${config.warmupS} s of warm-up, ${config.connections} connections (autocannon)`],
 		["Embedded cache", "memory (the default: no REDIS_URL)"],

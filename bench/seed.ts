@@ -3,7 +3,7 @@ import type { Category } from "../services/categories.types";
 import type { Game } from "../services/games.types";
 import { inPool, sendJson } from "./http";
 
-export type { Category, Game };
+export type { Author, Category, Game };
 
 /** What was seeded into one running catalogue, with the ids it gave. */
 export interface Seeded {

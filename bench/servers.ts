@@ -22,6 +22,8 @@ export interface Target {
 	processes: Child[];
 	/** nats-server's monitoring endpoint, for its message counts (the distributed target). */
 	natsMonitor?: string;
+	/** The embedded target only: stopped (SIGTERM) and started again on its data; the ms from the start until it answers. */
+	restart?(): Promise<number>;
 	stop(): Promise<void>;
 }
 
@@ -99,9 +101,9 @@ const CLEARED = [
 ];
 
 /**
- * A catalogue node started as `npm start` starts one: its records in NeDB files (in a fresh
- * folder), its access log on, its output read as a terminal would; with `profileDir`, it writes a
- * CPU profile there when it stops (BENCH_PROFILE).
+ * A catalogue node started as `npm start` starts one: its records in the SQLite database of a
+ * fresh folder (or of `env.DATA_DIR`, which is then left in place), its access log on, its output
+ * read as a terminal would; with `profileDir`, it writes a CPU profile there when it stops (BENCH_PROFILE).
  */
 function startNode(name: string, pinning: Pinning, profileDir: string | undefined, env: NodeJS.ProcessEnv): Node {
 	if (!existsSync(path.join(ROOT, "dist/moleculer.config.js"))) throw new Error("dist/ is missing: run `npm run build` first");
@@ -132,11 +134,40 @@ function startNode(name: string, pinning: Pinning, profileDir: string | undefine
 	return node;
 }
 
+/** How often a restart polls for the first answer: finer than waitUntil's, to time it. */
+const RESTART_POLL_MS = 10;
+
 /** Every service in one process, no transporter: the default as `npm start` runs it. */
 export async function startEmbedded(pinning: Pinning, profileDir?: string): Promise<Target> {
 	const port = await freePort();
-	const node = startNode("embedded", pinning, profileDir, { PORT: String(port), NAMESPACE: `bench-${randomUUID()}` });
-	const target: Target = { name: "embedded", base: `http://127.0.0.1:${port}`, processes: [node], stop: () => node.kill() };
+	const env = { PORT: String(port), NAMESPACE: `bench-${randomUUID()}` };
+	const dataDir = mkdtempSync(path.join(tmpdir(), "catalogue-bench-data-"));
+	let node = startNode("embedded", pinning, profileDir, { ...env, DATA_DIR: dataDir });
+	const base = `http://127.0.0.1:${port}`;
+	const target: Target = {
+		name: "embedded",
+		base,
+		processes: [node],
+		async restart() {
+			node.process.kill("SIGTERM");
+			await new Promise(resolve => node.process.once("close", resolve));
+			await node.kill();
+			const at = performance.now();
+			node = startNode("embedded", pinning, profileDir, { ...env, DATA_DIR: dataDir });
+			target.processes[0] = node;
+			const answers = answers200(base, ["/category"]);
+			while (!(await answers().catch(() => false))) {
+				if (!node.running()) throw new Error(`the restarted embedded node exited:\n${node.output()}`);
+				if (performance.now() - at > START_MS) throw new Error("the restarted embedded node did not answer within 30 s");
+				await new Promise(resolve => setTimeout(resolve, RESTART_POLL_MS));
+			}
+			return performance.now() - at;
+		},
+		async stop() {
+			await node.kill();
+			rmSync(dataDir, { recursive: true, force: true });
+		},
+	};
 	return started(target, ["/category", "/author", "/game"]);
 }
 

@@ -84,6 +84,12 @@ export interface GrowthResult {
 	updateRps?: number;
 	/** Mean latency of a game page (the 100th of 20) computed afresh. */
 	pageMs?: number;
+	/** The same for the last game page, and the first author page. */
+	lastPageMs?: number;
+	authorPageMs?: number;
+	/** The embedded target: ms from a start on the step's data until it answered, and on no games. */
+	restartMs?: number;
+	emptyRestartMs?: number;
 	/** `GET /author` while 4 other clients list every game. */
 	beside?: { rps: number; p50: number; p99: number };
 	/** The longest event-loop delay of any catalogue process during the step's timed requests (ms). */
@@ -108,9 +114,10 @@ export function growthTable(results: GrowthResult[]): Table {
 			"per MB",
 			"Create rps",
 			"Update rps",
-			"Page ms",
+			"Page ms: 100th / last game, author",
 			"Small reads beside lists p50 / p99 ms",
 			"Loop max ms",
+			"Restart ms (no games)",
 			"RSS per process",
 			"Note",
 		],
@@ -125,6 +132,10 @@ export function growthTable(results: GrowthResult[]): Table {
 		createRps,
 		updateRps,
 		pageMs,
+		lastPageMs,
+		authorPageMs,
+		restartMs,
+		emptyRestartMs,
 		beside,
 		loopMs,
 		memory,
@@ -143,14 +154,15 @@ export function growthTable(results: GrowthResult[]): Table {
 			perMb(coldMs),
 			createRps === undefined ? "—" : wholeNumber(createRps),
 			updateRps === undefined ? "—" : wholeNumber(updateRps),
-			pageMs === undefined ? "—" : ms(pageMs),
+			pageMs === undefined ? "—" : [pageMs, lastPageMs, authorPageMs].map(time => (time === undefined ? "—" : ms(time))).join(" / "),
 			beside === undefined ? "—" : `${ms(beside.p50)} / ${ms(beside.p99)}`,
 			loopMs === undefined ? "—" : ms(loopMs),
+			restartMs === undefined ? "—" : `${restartMs.toFixed(0)} (${emptyRestartMs?.toFixed(0) ?? "—"})`,
 			memory.map(({ name, bytes }) => `${name} ${bytes === null ? "gone" : mb(bytes)}`).join(", "),
 			error ?? "",
 		]);
 	}
-	return { rows, right: [false, true, true, true, true, true, true, true, true, true, true, true, true, false, false] };
+	return { rows, right: [false, true, true, true, true, true, true, true, true, true, true, true, true, true, false, false] };
 }
 
 export function asText({ rows, right }: Table): string {
