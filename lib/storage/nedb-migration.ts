@@ -12,7 +12,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { UnusableDataDir } from "./sqlite-database";
 
 /** Where the migrated files go, in DATA_DIR. */
-export const MIGRATED_FOLDER = "nedb-migrated";
+const MIGRATED_FOLDER = "nedb-migrated";
 
 type Doc = Record<string, unknown> & { _id?: unknown; $$deleted?: unknown };
 

@@ -94,10 +94,11 @@ export class SqliteAdapter {
 	private prepareTable(): void {
 		const { dataDir, collection, indexes, sparseIndexes, orders } = this.options;
 		const { writer } = this.db;
-		const stored = [...this.columns].map(field => `${column(field, this.columns)} AS (${column(field)}) STORED`);
-		writer.exec(
-			`CREATE TABLE IF NOT EXISTS ${collection} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${stored.map(c => `, ${c}`).join("")})`,
-		);
+		const stored = [...this.columns].map(field => `, ${column(field, this.columns)} AS (${column(field)}) STORED`).join("");
+		const table = (name: string) => `CREATE TABLE ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${stored})`;
+		const present = (writer.prepare(`PRAGMA table_xinfo(${collection})`).all() as { name: string }[]).map(({ name }) => name);
+		if (present.length === 0) writer.exec(table(collection));
+		else if (!isEqual(present.sort(), ["_id", "doc", ...this.columns].sort())) this.rebuild(table);
 		const index = (name: string, fields: readonly string[], partial = "") =>
 			writer.exec(
 				`CREATE INDEX IF NOT EXISTS "${collection}_${name}" ON ${collection} (${fields.map(field => column(field, this.columns)).join(", ")})${partial}`,
@@ -106,6 +107,27 @@ export class SqliteAdapter {
 		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field, this.columns)} IS NOT NULL`);
 		for (const order of orders) index(`by_${order.join("_")}`, order);
 		if (dataDir !== null) migrateNeDbFile(writer, dataDir, collection, this.service?.logger);
+	}
+
+	/**
+	 * The table again with the columns of today (a version that indexes another field), its records
+	 * copied, in one transaction: SQLite cannot add a stored column to a table.
+	 */
+	private rebuild(table: (name: string) => string): void {
+		const { collection } = this.options;
+		const { writer } = this.db;
+		writer.exec("BEGIN IMMEDIATE");
+		try {
+			writer.exec(table(`${collection}_rebuilt`));
+			writer.exec(`INSERT INTO ${collection}_rebuilt (_id, doc) SELECT _id, doc FROM ${collection}`);
+			writer.exec(`DROP TABLE ${collection}`);
+			writer.exec(`ALTER TABLE ${collection}_rebuilt RENAME TO ${collection}`);
+			writer.exec("COMMIT");
+		} catch (err) {
+			writer.exec("ROLLBACK");
+			throw err;
+		}
+		this.service?.logger.info(`The ${collection} table was made again with the indexed fields of this version.`);
 	}
 
 	disconnect(): Promise<void> {
@@ -120,9 +142,11 @@ export class SqliteAdapter {
 	}
 
 	/** A write, noting whether the disk refused it (readiness says so) or took it. */
-	private write<T>(run: (db: DatabaseSync) => T): Promise<T> {
+	private write<T>(run: (db: Pick<DatabaseSync, "exec" | "prepare">) => T): Promise<T> {
 		try {
-			const result = run(this.db.writer);
+			const { writer, prepared } = this.db;
+			// Statements through `prepared`: compiled once.
+			const result = run({ exec: sql => writer.exec(sql), prepare: prepared });
 			this.refusedWrites = undefined;
 			return Promise.resolve(result);
 		} catch (err) {
@@ -135,7 +159,7 @@ export class SqliteAdapter {
 	}
 
 	/** Several writes in one transaction: all of them or none. */
-	private transaction<T>(run: (db: DatabaseSync) => T): Promise<T> {
+	private transaction<T>(run: (db: Pick<DatabaseSync, "exec" | "prepare">) => T): Promise<T> {
 		return this.write(db => {
 			db.exec("BEGIN IMMEDIATE");
 			try {
@@ -169,7 +193,7 @@ export class SqliteAdapter {
 	 */
 	async find(params: FindParams): Promise<Doc[]> {
 		const { sql, values } = this.select(params);
-		if ((params.limit ?? 0) > 0) return (this.db.writer.prepare(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
+		if ((params.limit ?? 0) > 0) return (this.db.prepared(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
 		const docs: Doc[] = [];
 		for (const row of this.db.reader.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
 			docs.push(toDoc(row));
@@ -187,7 +211,7 @@ export class SqliteAdapter {
 		const absent = Object.entries(query).find(([, test]) => isEqual(test, { $exists: false }))?.[0];
 		const counted = (selected: Doc) => {
 			const { sql, values } = this.select({ query: selected }, "count(*) AS n");
-			return (this.db.writer.prepare(sql).get(...(values as SQLInputValue[])) as { n: number }).n;
+			return (this.db.prepared(sql).get(...(values as SQLInputValue[])) as { n: number }).n;
 		};
 		if (absent === undefined) return Promise.resolve(counted(query));
 		const { [absent]: _, ...rest } = query;

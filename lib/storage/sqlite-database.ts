@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 
 export const DATABASE_FILE = "catalogue.sqlite";
 /** The file whose SQLite lock says which processes have the database open (`Holding`). */
@@ -35,12 +35,34 @@ export interface Database {
 	file: string;
 	/** Every write and short read goes through this connection. */
 	writer: DatabaseSync;
+	/** A statement of the writer, compiled once and kept: compiling costs more than running most of them. */
+	prepared(sql: string): StatementSync;
 	/** Long reads (a list of every game) step through this one, so that writes commit meanwhile. */
 	reader: DatabaseSync;
 	/** A snapshot that only reads (`readSnapshot`): no index is made, no write taken. */
 	readOnly: boolean;
 	/** Closes it once every service of the process that opened it has. */
 	release(): void;
+}
+
+/** Statements kept per connection at most; the catalogue's queries are a few dozen texts. */
+const STATEMENTS_KEPT = 500;
+
+/**
+ * `db`'s statements by their text, each compiled once. Only for statements run whole at once (`run`,
+ * `get`, `all`): one being iterated must not be reset by another caller.
+ */
+function statements(db: DatabaseSync): (sql: string) => StatementSync {
+	const kept = new Map<string, StatementSync>();
+	return sql => {
+		let statement = kept.get(sql);
+		if (!statement) {
+			if (kept.size >= STATEMENTS_KEPT) kept.clear();
+			statement = db.prepare(sql);
+			kept.set(sql, statement);
+		}
+		return statement;
+	};
 }
 
 /** Compiled patterns of `catalogue_matches`: the categories' name filter asks the same few again and again. */
@@ -171,7 +193,7 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 	if (dataDir === null) {
 		const db = connect(":memory:");
 		prepare(db, ":memory:");
-		return { file: ":memory:", writer: db, reader: db, readOnly: false, release: () => db.close() };
+		return { file: ":memory:", writer: db, prepared: statements(db), reader: db, readOnly: false, release: () => db.close() };
 	}
 	const dir = path.resolve(dataDir);
 	const known = opened.get(dir);
@@ -192,6 +214,7 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 		const database: Open = {
 			file,
 			writer,
+			prepared: statements(writer),
 			reader,
 			readOnly: false,
 			users: 1,
@@ -221,7 +244,15 @@ export function readSnapshot(dataDir: string): () => void {
 	db.exec("BEGIN");
 	// A transaction takes its snapshot at its first read.
 	db.prepare("SELECT count(*) FROM catalogue_meta").get();
-	const snapshot: Open = { file: databaseFile(dir), writer: db, reader: db, readOnly: true, users: 0, release: () => undefined };
+	const snapshot: Open = {
+		file: databaseFile(dir),
+		writer: db,
+		prepared: statements(db),
+		reader: db,
+		readOnly: true,
+		users: 0,
+		release: () => undefined,
+	};
 	opened.set(dir, snapshot);
 	return () => {
 		opened.delete(dir);

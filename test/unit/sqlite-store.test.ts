@@ -27,14 +27,14 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const freshDataDir = () => mkdtempSync(path.join(root, "data-"));
 
 /** A connected adapter for `collection` under `dataDir`, with the indexes the games service asks for. */
-async function store(dataDir: string, collection = "games"): Promise<SqliteAdapter> {
+async function store(dataDir: string, collection = "games", orders: string[][] = [["title"]]): Promise<SqliteAdapter> {
 	const adapter = new SqliteAdapter({
 		dataDir,
 		holding: "alone",
 		collection,
 		indexes: ["category"],
 		sparseIndexes: ["draft"],
-		orders: [["title"]],
+		orders,
 	});
 	adapter.init(broker, { logger: broker.getLogger("store") } as unknown as Service);
 	await adapter.connect();
@@ -199,6 +199,28 @@ describe("SqliteAdapter", () => {
 
 		const again = await store(dataDir);
 		expect(await again.find({})).toEqual([game(0), { ...game(1), title: "Changed" }, game(2)]);
+	});
+
+	test("a table made by a version that indexed other fields is made again with today's columns, its records kept", async () => {
+		const dataDir = freshDataDir();
+		const before = await store(dataDir, "games", [["title"]]);
+		await before.insertMany(manyGames(30));
+		await before.disconnect();
+
+		const after = await store(dataDir, "games", [["age", "_id"]]);
+		expect(await after.count()).toBe(30);
+		expect((await after.find({ sort: ["-age", "_id"], limit: 1 }))[0]).toMatchObject({ age: expect.any(Number) });
+		const database = openDatabase(dataDir, "alone");
+		try {
+			const columns = (database.writer.prepare("PRAGMA table_xinfo(games)").all() as { name: string }[]).map(({ name }) => name);
+			expect(columns.sort()).toEqual(["_id", "age", "category", "doc", "draft"]);
+			const plan = database.writer.prepare("EXPLAIN QUERY PLAN SELECT _id FROM games ORDER BY age, _id LIMIT 5").all() as {
+				detail: string;
+			}[];
+			expect(plan.map(step => step.detail)).toEqual(["SCAN games USING INDEX games_by_age__id"]);
+		} finally {
+			database.release();
+		}
 	});
 
 	test("the collections of one DATA_DIR share one database file, opened once in the process", async () => {
