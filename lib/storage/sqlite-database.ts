@@ -36,7 +36,7 @@ export interface Database {
 	/** Every write and short read goes through this connection. */
 	writer: DatabaseSync;
 	/** A statement of the writer, compiled once and kept: compiling costs more than running most of them. */
-	prepared(sql: string): StatementSync;
+	prepared: (sql: string) => StatementSync;
 	/** Long reads (a list of every game) step through this one, so that writes commit meanwhile. */
 	reader: DatabaseSync;
 	/** A snapshot that only reads (`readSnapshot`): no index is made, no write taken. */
