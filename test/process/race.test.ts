@@ -5,6 +5,7 @@ import { replIntegrity } from "../support/repl";
 import type { Author } from "../../services/authors.types";
 import type { Category } from "../../services/categories.types";
 import type { Game, ListedGame } from "../../services/games.types";
+import { inPool } from "../support/pool";
 
 // Issue 4: a game only references an existing category and author, and a category or author with
 // games cannot be deleted. Checked by looking first and writing after, a game write and a delete
@@ -53,17 +54,6 @@ let api: Api;
 /** An author and a category no round deletes: what the rest of each game refers to. */
 let base: { author: Author; category: Category };
 let rounds: Round[];
-
-/** `task` of every item, `width` at a time, in the items' order. */
-async function inPool<T, R>(items: T[], width: number, task: (item: T) => Promise<R>): Promise<R[]> {
-	const results: R[] = [];
-	let next = 0;
-	const worker = async () => {
-		for (let i = next++; i < items.length; i = next++) results[i] = await task(items[i]);
-	};
-	await Promise.all(Array.from({ length: width }, worker));
-	return results;
-}
 
 const title = (n: number) => `Race ${n}`;
 

@@ -14,6 +14,8 @@ import { replIntegrity } from "../support/repl";
 import type { Author } from "../../services/authors.types";
 import type { Category } from "../../services/categories.types";
 import type { Game, ListedGame } from "../../services/games.types";
+import { inPool } from "../support/pool";
+import { texts } from "../../lib/catalogue/errors";
 
 // Replicas in separate processes on one SQLite file, without MongoDB (docs/storage.md, "One
 // process or several"). With REDIS_URL every node holds DATA_DIR shared, so here the authors and
@@ -37,8 +39,6 @@ const ACKED_BEFORE_KILL = 300;
 const ACKED_AFTER_KILL = 150;
 /** Creates sent to check that the games replicas left answer. */
 const CHECK_CREATES = 10;
-const NO_AUTHOR = "There is no author with that Id";
-const AUTHOR_HAS_GAMES = "There are games related to this author";
 
 /** One node of the layout: the services it runs (SERVICES) and where its metrics are read. */
 interface Member {
@@ -163,17 +163,6 @@ afterAll(async () => {
 	if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }, 20_000);
 
-/** `task` of every item, `width` at a time; the results in the items' order. */
-async function inPool<T, R>(items: T[], width: number, task: (item: T) => Promise<R>): Promise<R[]> {
-	const results: R[] = [];
-	let next = 0;
-	const worker = async () => {
-		for (let i = next++; i < items.length; i = next++) results[i] = await task(items[i]);
-	};
-	await Promise.all(Array.from({ length: width }, worker));
-	return results;
-}
-
 /** A status and its `msg`, for messages. */
 function told({ status, body }: Answer<unknown>): string {
 	const msg = (body as { msg?: string } | undefined)?.msg;
@@ -212,7 +201,7 @@ test(
 			const createWon = create.status === 200;
 			if (createWon === (remove.status === 200))
 				return [`round ${n}: the create answered ${told(create)} and the delete ${told(remove)}`];
-			const [loser, text] = createWon ? [remove, AUTHOR_HAS_GAMES] : [create, NO_AUTHOR];
+			const [loser, text] = createWon ? [remove, texts.authorHasGames] : [create, texts.authorNotFound];
 			const found: string[] = [];
 			if (loser.status !== 400 || loser.body?.msg !== text) found.push(`the loser answered ${told(loser)}, not 400 "${text}"`);
 			if (kept.has(author.id) !== createWon)
