@@ -91,3 +91,35 @@ test("a bad setting ends the node at once with exit code 1 and the ConfigError's
 	expect(ended.code).toBe(1);
 	expect(ended.output).toContain('ConfigError: SERVICES must be one of api, authors, categories, games; got "gmes"');
 });
+
+describe("SIGTERM during a start ends the node at once, whatever it waits for", () => {
+	/** Starts a node on `env`, sends SIGTERM once `ready` says the start is at the stage tested, and times the exit. */
+	async function terminatedWhile(env: NodeJS.ProcessEnv, ready: (output: string) => boolean): Promise<Ended> {
+		const node = startNode({ START_TIMEOUT: "30", ...env });
+		nodes.push(node);
+		const deadline = Date.now() + 10_000;
+		while (!ready(node.output()) && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20));
+		const signalled = Date.now();
+		node.child.kill("SIGTERM");
+		let timer: NodeJS.Timeout | undefined;
+		const late = new Promise<"running">(resolve => (timer = setTimeout(() => resolve("running"), 5_000)));
+		const code = await Promise.race([node.exited, late]).finally(() => clearTimeout(timer));
+		if (code === "running") {
+			await node.kill();
+			throw new Error(`the node ignored SIGTERM for 5 s:\n${node.output()}`);
+		}
+		return { code, output: node.output(), elapsedMs: Date.now() - signalled };
+	}
+
+	test("while it waits for an unreachable NATS server", async () => {
+		const url = `nats://127.0.0.1:${await freePort()}`;
+		const ended = await terminatedWhile({ TRANSPORTER: url, LOGLEVEL: "info" }, output => /Transporter|NATS|connect/i.test(output));
+		expect(ended.elapsedMs).toBeLessThan(5_000);
+	});
+
+	test("while it waits for an unreachable MongoDB", async () => {
+		const uri = `mongodb://127.0.0.1:${await freePort()}/catalogue`;
+		const ended = await terminatedWhile({ MONGO_URI: uri, SERVICES: "games", LOGLEVEL: "info" }, output => /games/i.test(output));
+		expect(ended.elapsedMs).toBeLessThan(5_000);
+	});
+});
