@@ -99,7 +99,7 @@ function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSy
 	return db;
 }
 
-/** Creates the collections' tables in a new database (unless `readOnly`), or refuses a file that is not a catalogue's. */
+/** Makes the database's notes in a new database (unless `readOnly`) and turns WAL on, or refuses a file that is not a catalogue's. */
 function prepare(db: DatabaseSync, file: string, readOnly = false): void {
 	const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[];
 	if (tables.length > 0 && !tables.some(({ name }) => name === "catalogue_meta"))
@@ -190,8 +190,8 @@ const opened = new Map<string, Open>();
 
 /**
  * The database of `dataDir`, opened (and created) on first use in the process; `null` gives a
- * database in memory of its own. Throws `UnusableDataDir` when
- * the folder or its file cannot be used, and `DataDirInUse` when another process holds it.
+ * database in memory of its own. Throws `UnusableDataDir` when the folder or its file cannot be
+ * used, and `DataDirInUse` when another process holds it.
  */
 export function openDatabase(dataDir: string | null, holding: Holding): Database {
 	if (dataDir === null) {

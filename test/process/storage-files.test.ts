@@ -102,7 +102,8 @@ test("a migration killed (SIGKILL) while it runs is run again whole at the next 
 		if (unmigrated && existsSync(path.join(dataDir, "catalogue.sqlite"))) {
 			const db = new DatabaseSync(path.join(dataDir, "catalogue.sqlite"), { readOnly: true });
 			try {
-				expect(db.prepare("SELECT count(*) AS n FROM games").get()).toEqual({ n: 0 });
+				// A collection is migrated whole or not at all; committed, its file may not be moved yet.
+				expect([0, 25 + 150_000]).toContain((db.prepare("SELECT count(*) AS n FROM games").get() as { n: number }).n);
 				midway = true;
 			} catch (err) {
 				// The kill landed before the tables were made: nothing to check yet.
