@@ -15,8 +15,8 @@ interface ImportedGamesMethods {
  * stores one, hidden drafts until their categories and authors are checked, once for the batch.
  * The batch's drafts carry a token of their own (`importing`), so its publishing and its clean-up
  * touch no draft of another import of the same ids. Drafts of the same ids older than the lease
- * are an import's that ended without them (its node killed: MongoDB keeps drafts, a NeDB file
- * never holds one), removed first, as `countBy` would. Throws, leaving none of the batch's drafts,
+ * are an import's that ended without them (its node killed, the drafts kept by the store),
+ * removed first, as `countBy` would. Throws, leaving none of the batch's drafts,
  * when a reference is missing; the cache moves on for any it published.
  */
 const schema: Partial<CatalogueSchema<Row, ImportedGamesMethods>> = {

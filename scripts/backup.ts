@@ -1,8 +1,8 @@
 import { config } from "../lib/config/config";
 import { backupDataDir, backupText, noFilesToBackUp } from "../lib/storage/backup";
 
-// `npm run backup -- <dir>`: a copy of DATA_DIR's NeDB files in <dir>, taken while the catalogue
-// runs and writes them (docs/operations.md, "Backups"). Unlike the seed, it reads files, not HTTP.
+// `npm run backup -- <dir>`: a copy of DATA_DIR's SQLite database in <dir>, taken while the
+// catalogue runs and writes it (docs/operations.md, "Backups"). Unlike the seed, it reads the database, not HTTP.
 
 /** Backs up DATA_DIR into the folder given and prints what it copied; exits with 1, saying why, when it cannot. */
 async function main(): Promise<void> {

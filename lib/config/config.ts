@@ -6,9 +6,9 @@ import { SERVICE_NAMES, type ServiceName } from "../catalogue/services";
 export interface CatalogueConfig {
 	/** HTTP port of the gateway (`PORT`, default 3000; 0 picks a free port). */
 	port: number;
-	/** Where the embedded NeDB files live (`DATA_DIR`, default ./data). */
+	/** Where the embedded SQLite database lives (`DATA_DIR`, default ./data). */
 	dataDir: string;
-	/** `file` (NeDB files, the default) or `memory` (nothing kept; for tests) (`STORAGE`). */
+	/** `file` (the SQLite database of DATA_DIR, the default) or `memory` (nothing kept; for tests) (`STORAGE`). */
 	storage: "file" | "memory";
 	/** Moleculer transporter URL (`TRANSPORTER`); none runs every service in one process. */
 	transporter: string | null;
@@ -20,7 +20,7 @@ export interface CatalogueConfig {
 	bodyLimit: string;
 	/** The services this node runs (`SERVICES`, read by moleculer-runner; checked here). */
 	services: ServiceName[];
-	/** MongoDB connection string (`MONGO_URI`); when set, storage is MongoDB, not NeDB files. */
+	/** MongoDB connection string (`MONGO_URI`); when set, storage is MongoDB, not SQLite. */
 	mongoUri: string | null;
 	/** How long a node may take to reach NATS and its storage before it gives up (`START_TIMEOUT`, seconds, default 30). */
 	startTimeoutMs: number;

@@ -3,7 +3,7 @@ import { setTimeout as delay } from "node:timers/promises";
 /**
  * Claims on stored records, the building block of the referential-integrity protocol
  * (docs/integrity.md). A claim is a field `{ token, at, ... }` on the record, set and
- * cleared by conditional single-record updates, which NeDB and MongoDB both apply atomically:
+ * cleared by conditional single-record updates, which SQLite and MongoDB both apply atomically:
  * no lock server, and any number of nodes may share the store. A claim whose holder died is
  * recognised by its age (older than the lease) and broken; the holder's own last write is
  * conditional on its token, so a broken claim can never be completed.

@@ -6,7 +6,7 @@ import { waitFor } from "../support/process";
 import { replIntegrity } from "../support/repl";
 
 // Faults under load, on the catalogue as an operator runs it: four processes over a NATS server of
-// the test's own, NeDB files on disk. Writers send PUT /author and PUT /game through the gateway
+// the test's own, SQLite on disk. Writers send PUT /author and PUT /game through the gateway
 // (half on fresh connections, half on keep-alive ones, as proxies do); every outcome is recorded,
 // and every write that got a 200 must be stored afterwards.
 

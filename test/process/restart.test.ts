@@ -27,7 +27,7 @@ test("data written through HTTP survives a restart of the process on the same da
 	} finally {
 		expect(await first.stop()).toBe(0);
 	}
-	// moleculer-db's NeDB update warned on every write (lib/storage/adapter.ts, useNeDbPromises).
+	// No deprecation warning on the way (moleculer-db's NeDB adapter once printed one per write).
 	expect(first.output()).not.toContain("DeprecationWarning");
 
 	const second = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });

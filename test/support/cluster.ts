@@ -24,7 +24,7 @@ export interface Cluster {
 }
 
 export interface ClusterOptions {
-	/** `file`: NeDB files in a folder of the cluster's own, so a node restarted finds its records. */
+	/** `file`: the SQLite database of a folder of the cluster's own, so a node restarted finds its records. */
 	storage?: "file" | "memory";
 	/** More environment for every node (REQUEST_TIMEOUT, LOGLEVEL...). */
 	env?: NodeJS.ProcessEnv;

@@ -2,7 +2,7 @@ import path from "node:path";
 import { ConfigError, readConfig } from "../../lib/config/config";
 
 describe("readConfig", () => {
-	test("defaults: port 3000, ./data, NeDB files, one process, info logs", () => {
+	test("defaults: port 3000, ./data, SQLite under DATA_DIR, one process, info logs", () => {
 		expect(readConfig({})).toEqual({
 			port: 3000,
 			dataDir: path.resolve("data"),
