@@ -25,11 +25,6 @@ for (const [name, cacher] of Object.entries(CACHERS)) Cachers.register(name, cac
 /** A cacher by its name above, as broker options take it. */
 const named = (type: keyof typeof CACHERS, options: object) => ({ type, options }) as unknown as BrokerOptions["cacher"];
 
-/**
- * The cacher the configuration asks for (docs/caching.md): Redis, shared by every node, when
- * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since
- * nodes with caches of their own would each need every write's news before answering from them.
- */
 /** Whether answers are cached in this process's memory alone (no Redis, no cluster), so no other process may write its records. */
 export const cachesInThisProcess = ({
 	redisUrl,
@@ -37,6 +32,11 @@ export const cachesInThisProcess = ({
 	cacheMaxBytes,
 }: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">) => !redisUrl && !transporter && cacheMaxBytes > 0;
 
+/**
+ * The cacher the configuration asks for (docs/caching.md): Redis, shared by every node, when
+ * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since
+ * nodes with caches of their own would each need every write's news before answering from them.
+ */
 export function cacherOptions({
 	redisUrl,
 	transporter,
