@@ -49,9 +49,9 @@ export function readNeDbFile(file: string): { records: Map<string, Doc>; tornTai
 
 /**
  * Migrates the NeDB file of `collection` in `dataDir`, if there is one, into its table of `db`
- * (whose columns SQLite fills from `doc`), and moves the file aside.
+ * (each record stored, or replaced, by `put`), and moves the file aside.
  */
-export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: string, logger?: Logger): void {
+export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: string, put: (doc: Doc) => void, logger?: Logger): void {
 	const file = path.join(dataDir, `${collection}.db`);
 	if (!existsSync(file)) return;
 	const key = `nedb-migrated ${collection}`;
@@ -63,8 +63,7 @@ export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: s
 	try {
 		migrated = migratedOn();
 		if (!migrated) {
-			const insert = db.prepare(`INSERT OR REPLACE INTO ${collection} (_id, doc) VALUES (?, ?)`);
-			for (const { _id, ...doc } of records.values()) insert.run(String(_id), JSON.stringify(doc));
+			for (const doc of records.values()) put(doc);
 			db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
 		}
 		db.exec("COMMIT");

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
-import { column, orderBy, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
+import { column, extracted, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
 import { openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
 import { migrateNeDbFile } from "./nedb-migration";
 
@@ -42,17 +42,19 @@ const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
 /** A row as moleculer-db takes a record; no copy of it is made (100,000 of them make a game list). */
 const toDoc = ({ _id, doc }: Row): Doc => Object.assign(JSON.parse(doc) as Doc, { _id });
-const fromDoc = ({ _id, ...doc }: Doc): [string, string] => [String(_id), JSON.stringify(doc)];
 
 /**
  * moleculer-db's adapter on the embedded SQLite database (lib/storage/sqlite-database.ts): the
- * collection a table of `(_id, doc)` rows, the queries translated by lib/storage/sqlite-query.ts.
+ * collection a table of `(_id, doc)` rows and a column per indexed field, the queries translated by
+ * lib/storage/sqlite-query.ts.
  * Every write is one statement or one transaction, so it is whole or absent after any crash.
  */
 export class SqliteAdapter {
 	private database: Database | undefined;
-	/** The fields indexed, each a column SQLite keeps filled from `doc` (a stored generated column). */
+	/** The fields indexed, each a column of its own, written with `doc` (docs/storage.md, "Tables"). */
 	private readonly columns: Columns;
+	/** `INSERT` with a `?` for `_id`, `doc` and each column; `INSERT OR REPLACE` for a migration. */
+	private readonly insertSql: (verb?: string) => string;
 	private service: Service | undefined;
 	/** Why the disk refused the last write, until one is stored again. */
 	refusedWrites: string | undefined;
@@ -60,6 +62,14 @@ export class SqliteAdapter {
 	constructor(private readonly options: SqliteAdapterOptions) {
 		const { indexes, sparseIndexes, orders } = options;
 		this.columns = new Set([...indexes, ...sparseIndexes, ...orders.flat()].filter(field => field !== "_id"));
+		const named = ["_id", "doc", ...[...this.columns].map(field => column(field, this.columns))];
+		this.insertSql = (verb = "INSERT") =>
+			`${verb} INTO ${options.collection} (${named.join(", ")}) VALUES (${named.map(() => "?").join(", ")})`;
+	}
+
+	/** The values of an `insertSql` row: the id, the other fields as JSON, each column's field. */
+	private row({ _id, ...doc }: Doc): SQLInputValue[] {
+		return [String(_id), JSON.stringify(doc), ...[...this.columns].map(field => extracted(doc, field))];
 	}
 
 	init(_broker: ServiceBroker, service: Service): void {
@@ -86,19 +96,25 @@ export class SqliteAdapter {
 	}
 
 	/**
-	 * The table: `_id`, `doc`, and a column per indexed field, which SQLite fills from `doc` on
-	 * every write (STORED: an index on it then answers counts and pages without reading `doc`). Its
-	 * indexes: each filtered field, the sparse ones over the records that have the field, and each
-	 * order of the pages.
+	 * The table: `_id`, `doc`, and a column per indexed field, which the adapter writes with `doc`
+	 * and again only when an update names the field, so that an update rewrites only the indexes
+	 * of the fields it writes (a generated column, recomputed from `doc`, rewrote all nine of
+	 * `games` in every update). Its indexes: each filtered field, the sparse ones over the records
+	 * that have the field, and each order of the pages.
 	 */
 	private prepareTable(): void {
 		const { dataDir, collection, indexes, sparseIndexes, orders } = this.options;
 		const { writer } = this.db;
-		const stored = [...this.columns].map(field => `, ${column(field, this.columns)} AS (${column(field)}) STORED`).join("");
-		const table = (name: string) => `CREATE TABLE ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${stored})`;
-		const present = (writer.prepare(`PRAGMA table_xinfo(${collection})`).all() as { name: string }[]).map(({ name }) => name);
+		const columns = [...this.columns].map(field => `, ${column(field, this.columns)}`).join("");
+		const table = (name: string) => `CREATE TABLE ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${columns})`;
+		// `hidden`: SQLite's mark of a generated column, which an earlier version of this store made.
+		const present = writer.prepare(`PRAGMA table_xinfo(${collection})`).all() as { name: string; hidden: number }[];
 		if (present.length === 0) writer.exec(table(collection));
-		else if (!isEqual(present.sort(), ["_id", "doc", ...this.columns].sort())) this.rebuild(table);
+		else if (
+			present.some(({ hidden }) => hidden !== 0) ||
+			!isEqual(present.map(({ name }) => name).sort(), ["_id", "doc", ...this.columns].sort())
+		)
+			this.rebuild(table);
 		const index = (name: string, fields: readonly string[], partial = "") =>
 			writer.exec(
 				`CREATE INDEX IF NOT EXISTS "${collection}_${name}" ON ${collection} (${fields.map(field => column(field, this.columns)).join(", ")})${partial}`,
@@ -106,12 +122,14 @@ export class SqliteAdapter {
 		for (const field of indexes) index(field, [field, "_id"]);
 		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field, this.columns)} IS NOT NULL`);
 		for (const order of orders) index(`by_${order.join("_")}`, order);
-		if (dataDir !== null) migrateNeDbFile(writer, dataDir, collection, this.service?.logger);
+		if (dataDir === null) return;
+		const put = (doc: Doc) => this.db.prepared(this.insertSql("INSERT OR REPLACE")).run(...this.row(doc));
+		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
 	}
 
 	/**
-	 * The table again with the columns of today (a version that indexes another field), its records
-	 * copied, in one transaction: SQLite cannot add a stored column to a table.
+	 * The table again with the columns of today (a version that indexes another field, or made them
+	 * generated columns), its records copied, in one transaction.
 	 */
 	private rebuild(table: (name: string) => string): void {
 		const { collection } = this.options;
@@ -119,7 +137,11 @@ export class SqliteAdapter {
 		writer.exec("BEGIN IMMEDIATE");
 		try {
 			writer.exec(table(`${collection}_rebuilt`));
-			writer.exec(`INSERT INTO ${collection}_rebuilt (_id, doc) SELECT _id, doc FROM ${collection}`);
+			const columns = [...this.columns].map(field => column(field, this.columns));
+			const values = [...this.columns].map(field => column(field));
+			writer.exec(
+				`INSERT INTO ${collection}_rebuilt (${["_id", "doc", ...columns].join(", ")}) SELECT ${["_id", "doc", ...values].join(", ")} FROM ${collection}`,
+			);
 			writer.exec(`DROP TABLE ${collection}`);
 			writer.exec(`ALTER TABLE ${collection}_rebuilt RENAME TO ${collection}`);
 			writer.exec("COMMIT");
@@ -232,7 +254,7 @@ export class SqliteAdapter {
 
 	insert(entity: Doc): Promise<Doc> {
 		return this.write(db => {
-			db.prepare(`INSERT INTO ${this.options.collection} (_id, doc) VALUES (?, ?)`).run(...fromDoc(entity));
+			db.prepare(this.insertSql()).run(...this.row(entity));
 			return entity;
 		});
 	}
@@ -240,8 +262,8 @@ export class SqliteAdapter {
 	/** Stores every one of `entities` or, when one is refused (an id already stored), none. */
 	insertMany(entities: Doc[]): Promise<Doc[]> {
 		return this.transaction(db => {
-			const insert = db.prepare(`INSERT INTO ${this.options.collection} (_id, doc) VALUES (?, ?)`);
-			for (const entity of entities) insert.run(...fromDoc(entity));
+			const insert = db.prepare(this.insertSql());
+			for (const entity of entities) insert.run(...this.row(entity));
 			return entities;
 		});
 	}
@@ -249,18 +271,23 @@ export class SqliteAdapter {
 	/** How many records matched `query`, each changed by `update` in one atomic statement. */
 	updateMany(query: Doc, update: Doc): Promise<number> {
 		const condition = where(query, this.columns);
-		const doc = updatedDoc(update);
-		const sql = `UPDATE ${this.options.collection} SET doc = ${doc.sql} WHERE ${condition.sql}`;
-		return this.write(db => Number(db.prepare(sql).run(...([...doc.values, ...condition.values] as SQLInputValue[])).changes));
+		const { sql, values } = this.updated(update);
+		return this.write(db => Number(db.prepare(`${sql} WHERE ${condition.sql}`).run(...values, ...condition.values).changes));
 	}
 
 	updateById(_id: string, update: Doc): Promise<Doc | undefined> {
-		const doc = updatedDoc(update);
-		const sql = `UPDATE ${this.options.collection} SET doc = ${doc.sql} WHERE _id = ? RETURNING _id, doc`;
+		const { sql, values } = this.updated(update);
 		return this.write(db => {
-			const row = db.prepare(sql).get(...([...doc.values, _id] as SQLInputValue[])) as Row | undefined;
+			const row = db.prepare(`${sql} WHERE _id = ? RETURNING _id, doc`).get(...values, _id) as Row | undefined;
 			return row && toDoc(row);
 		});
+	}
+
+	/** `UPDATE ... SET` of `update`: the new `doc`, and the columns of the fields it names. */
+	private updated(update: Doc): Sql {
+		const doc = updatedDoc(update);
+		const columns = updatedColumns(update, this.columns);
+		return { sql: `UPDATE ${this.options.collection} SET doc = ${doc.sql}${columns.sql}`, values: [...doc.values, ...columns.values] };
 	}
 
 	removeMany(query: Doc): Promise<number> {

@@ -16,7 +16,10 @@ export interface Sql {
 /** The name of a record's field as the services spell it: letters, digits and `_`, nested with dots. */
 const FIELD = /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/;
 
-/** The fields a table keeps in columns of their own (lib/storage/sqlite-adapter.ts), besides `doc`. */
+/**
+ * The fields a table keeps in columns of their own (lib/storage/sqlite-adapter.ts), besides `doc`:
+ * the adapter writes each with the record, and again only in an update that names it.
+ */
 export type Columns = ReadonlySet<string>;
 const NONE: Columns = new Set();
 
@@ -25,6 +28,18 @@ export function column(field: string, stored: Columns = NONE): string {
 	if (field === "_id") return "_id";
 	if (!FIELD.test(field)) throw new Error(`not a field the catalogue stores: ${JSON.stringify(field)}`);
 	return stored.has(field) ? `"${field}"` : `json_extract(doc, '$.${field}')`;
+}
+
+/**
+ * The value of `field` (a dotted path; "" for `value` itself) in `value` as its column holds it:
+ * what SQLite's `json_extract` reads from the record's JSON.
+ */
+export function extracted(value: unknown, field: string): Value {
+	for (const key of field === "" ? [] : field.split("."))
+		value = value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined;
+	if (value === undefined || value === null) return null;
+	if (typeof value === "boolean") return value ? 1 : 0;
+	return typeof value === "object" ? JSON.stringify(value) : (value as string | number);
 }
 
 /** A value as SQLite compares it: strings and numbers as they are; anything else has no meaning in a query here. */
@@ -106,4 +121,26 @@ export function updatedDoc(update: Record<string, unknown>): Sql {
 	const written = Object.entries($set);
 	if (written.length > 0) sql = `json_set(${sql}, ${written.map(([field]) => `${path(field)}, json(?)`).join(", ")})`;
 	return { sql, values: written.map(([, value]) => JSON.stringify(value)) };
+}
+
+/**
+ * The columns an update changes, as `SET` assignments: those of the fields it writes or removes,
+ * or that are inside one it writes or removes. The others keep their value, and so do the indexes
+ * on them: SQLite rewrites an index's entry only when the update names one of its columns.
+ */
+export function updatedColumns(update: Record<string, unknown>, stored: Columns): Sql {
+	const { $set = {}, $unset = {} } = update as { $set?: Record<string, unknown>; $unset?: Record<string, unknown> };
+	const parts: string[] = [];
+	const values: Value[] = [];
+	for (const field of stored) {
+		const holds = (key: string) => field === key || field.startsWith(`${key}.`);
+		const written = Object.keys($set).find(holds);
+		if (written !== undefined) {
+			parts.push(`"${field}" = ?`);
+			values.push(extracted($set[written], field.slice(written.length + 1)));
+		} else if (Object.keys($unset).some(holds)) parts.push(`"${field}" = NULL`);
+		else if ([...Object.keys($set), ...Object.keys($unset)].some(key => key.startsWith(`${field}.`)))
+			throw new Error(`an update inside the indexed field ${field} is not supported by the SQLite store`);
+	}
+	return { sql: parts.map(part => `, ${part}`).join(""), values };
 }

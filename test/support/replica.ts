@@ -1,13 +1,16 @@
 import type { Service, ServiceSchema } from "moleculer";
-import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
+import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqlite-adapter";
 
 /** What a connected SqliteAdapter keeps, which it does not expose. */
-type Connected = { database?: unknown };
+type Connected = { database?: unknown; options: SqliteAdapterOptions };
 
-/** The SQLite adapter over the in-memory database another adapter has opened; it leaves closing it to that one. */
+/**
+ * The SQLite adapter over the in-memory database another adapter has opened, with its indexed
+ * columns (which every writer fills); it leaves closing the database to that one.
+ */
 class SharedMemoryAdapter extends SqliteAdapter {
 	constructor(private readonly primary: Service) {
-		super({ dataDir: null, holding: "shared", collection: primary.name, indexes: [], sparseIndexes: [], orders: [] });
+		super({ ...(primary as unknown as { adapter: Connected }).adapter.options, holding: "shared" });
 	}
 
 	override connect(): Promise<void> {

@@ -1,7 +1,7 @@
 import { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import escapeRegExp from "lodash/escapeRegExp";
 import type { Logger } from "moleculer";
 import { migrateNeDbFile, readNeDbFile } from "../../lib/storage/nedb-migration";
@@ -57,13 +57,17 @@ const quietLogger = () => ({ info: jest.fn(), warn: jest.fn() });
 
 const COLLECTIONS: Collection[] = ["categories", "authors", "games"];
 
+type Put = (doc: Record<string, unknown>) => void;
+
 /** Opens `dataDir` as the catalogue's adapters do, each making its table and migrating its NeDB file. */
-function start(dataDir: string, logger = quietLogger(), migrate = migrateNeDbFile): Database {
+function start(dataDir: string, logger = quietLogger(), putting = (put: Put, _collection: string) => put): Database {
 	const database = openDatabase(dataDir, "alone");
 	open.push(database);
 	for (const collection of COLLECTIONS) {
 		database.writer.exec(`CREATE TABLE IF NOT EXISTS ${collection} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL)`);
-		migrate(database.writer, dataDir, collection, logger as unknown as Logger);
+		const insert = database.writer.prepare(`INSERT OR REPLACE INTO ${collection} (_id, doc) VALUES (?, ?)`);
+		const put: Put = ({ _id, ...doc }) => insert.run(String(_id), JSON.stringify(doc));
+		migrateNeDbFile(database.writer, dataDir, collection, putting(put, collection), logger as unknown as Logger);
 	}
 	return database;
 }
@@ -212,8 +216,7 @@ describe("an interrupted migration", () => {
 	test("a transaction that fails midway stores none of its collection and leaves its file; the next start migrates it", () => {
 		const dataDir = earlierDataDir();
 		// The tenth game written fails, once a few games are in.
-		const failing = (db: DatabaseSync, dir: string, collection: string, logger?: Logger) =>
-			migrateNeDbFile(collection === "games" ? failingAfter(db, 9) : db, dir, collection, logger);
+		const failing = (put: Put, collection: string) => (collection === "games" ? failingAfter(put, 9) : put);
 		expect(() => start(dataDir, quietLogger(), failing)).toThrow("the disk went away");
 		expect(committed(dataDir).counts).toEqual([expected.authors.length, expected.categories.length, 0]);
 		expect(topLevelFiles(dataDir)).toEqual(["games.db"]);
@@ -311,24 +314,11 @@ describe("readNeDbFile", () => {
 	});
 });
 
-/** `db`, whose writes of records fail from the `(after + 1)`th on, as a disk going away would make them. */
-function failingAfter(db: DatabaseSync, after: number): DatabaseSync {
+/** `put`, failing from the `(after + 1)`th record on, as a disk going away would make it. */
+function failingAfter(put: Put, after: number): Put {
 	let left = after;
-	return new Proxy(db, {
-		get(target, key) {
-			if (key !== "prepare") {
-				const value = Reflect.get(target, key) as unknown;
-				return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-			}
-			return (sql: string) => {
-				const statement = target.prepare(sql);
-				if (!sql.startsWith("INSERT OR REPLACE")) return statement;
-				const run = (...values: SQLInputValue[]) => {
-					if (left-- <= 0) throw new Error("the disk went away");
-					return statement.run(...values);
-				};
-				return { run } as unknown as StatementSync;
-			};
-		},
-	});
+	return doc => {
+		if (left-- <= 0) throw new Error("the disk went away");
+		put(doc);
+	};
 }

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { openDatabase, type Database } from "../../lib/storage/sqlite-database";
 import { withTables } from "../support/sqlite";
-import { column, orderBy, updatedDoc, where } from "../../lib/storage/sqlite-query";
+import { column, extracted, orderBy, updatedColumns, updatedDoc, where } from "../../lib/storage/sqlite-query";
 
 // The SQL of the services' MongoDB-style queries, run on a real table of a database in memory
 // (which has the `catalogue_matches` function `$regex` needs).
@@ -212,5 +212,44 @@ describe("updatedDoc", () => {
 		expect(() => updatedDoc({ title: "replaced" })).toThrow("update operators title are not supported");
 		expect(() => updatedDoc({ $set: { "a'b": 1 } })).toThrow("not a field an update may write");
 		expect(() => updatedDoc({ $unset: { "x'); DROP TABLE games; --": true } })).toThrow("not a field an update may write");
+	});
+});
+
+describe("updatedColumns", () => {
+	const indexed = new Set(["title", "category", "change.at", "change.category"]);
+
+	test("names only the columns of the fields the update writes, with their new values", () => {
+		expect(updatedColumns({ $set: { title: "Agricola", age: 12 } }, indexed)).toEqual({ sql: ', "title" = ?', values: ["Agricola"] });
+		expect(updatedColumns({ $set: { age: 12 }, $unset: { draft: true } }, indexed)).toEqual({ sql: "", values: [] });
+	});
+
+	test("a field written or removed whole names the columns inside it", () => {
+		expect(updatedColumns({ $set: { change: { token: "t1", at: 5, category: "c2" } } }, indexed)).toEqual({
+			sql: ', "change.at" = ?, "change.category" = ?',
+			values: [5, "c2"],
+		});
+		expect(updatedColumns({ $set: { change: { token: "t1" } } }, indexed)).toEqual({
+			sql: ', "change.at" = ?, "change.category" = ?',
+			values: [null, null],
+		});
+		expect(updatedColumns({ $unset: { change: true }, $set: { category: "c1" } }, indexed)).toEqual({
+			sql: ', "category" = ?, "change.at" = NULL, "change.category" = NULL',
+			values: ["c1"],
+		});
+	});
+
+	test("each column holds what SQLite's json_extract reads from the same record", () => {
+		const record = { title: "Café \u2028", age: 12, draft: true, change: { at: 5, tags: ["a"] }, none: null };
+		db.prepare("INSERT INTO games (_id, doc) VALUES ('g9', ?)").run(JSON.stringify(record));
+		for (const field of ["title", "age", "draft", "change", "change.at", "change.tags", "none", "missing", "title.inner"]) {
+			const sql = (db.prepare(`SELECT ${column(field)} AS value FROM games WHERE _id = 'g9'`).get() as { value: unknown }).value;
+			expect([field, extracted(record, field)]).toEqual([field, sql]);
+		}
+	});
+
+	test("a write inside an indexed field throws rather than leaving its column behind", () => {
+		expect(() => updatedColumns({ $set: { "title.sub": 1 } }, indexed)).toThrow(
+			"an update inside the indexed field title is not supported by the SQLite store",
+		);
 	});
 });

@@ -217,7 +217,108 @@ describe("SqliteAdapter", () => {
 			const plan = database.writer.prepare("EXPLAIN QUERY PLAN SELECT _id FROM games ORDER BY age, _id LIMIT 5").all() as {
 				detail: string;
 			}[];
-			expect(plan.map(step => step.detail)).toEqual(["SCAN games USING INDEX games_by_age__id"]);
+			expect(plan.map(step => step.detail)).toEqual(["SCAN games USING COVERING INDEX games_by_age__id"]);
+		} finally {
+			database.release();
+		}
+	});
+
+	test("a table of an earlier version, its columns generated from `doc`, is made again with columns the adapter writes", async () => {
+		const dataDir = freshDataDir();
+		const earlier = openDatabase(dataDir, "alone");
+		const generated = (field: string) => `"${field}" AS (json_extract(doc, '$.${field}')) STORED`;
+		earlier.writer.exec(
+			`CREATE TABLE games (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL, ${["category", "draft", "title"].map(generated).join(", ")})`,
+		);
+		const insert = earlier.writer.prepare("INSERT INTO games (_id, doc) VALUES (?, ?)");
+		for (const { _id, ...doc } of manyGames(3)) insert.run(_id, JSON.stringify({ ...doc, category: "c1" }));
+		earlier.release();
+
+		const adapter = await store(dataDir);
+		const database = openDatabase(dataDir, "alone");
+		try {
+			const columns = database.writer.prepare("PRAGMA table_xinfo(games)").all() as { name: string; hidden: number }[];
+			expect(columns.filter(({ hidden }) => hidden !== 0)).toEqual([]);
+			expect(await adapter.updateById("g0001", { $set: { title: "Changed" } })).toMatchObject({ title: "Changed" });
+			expect(await adapter.find({ query: { category: "c1" }, sort: ["title"] })).toEqual([
+				{ ...game(1), category: "c1", title: "Changed" },
+				{ ...game(2), category: "c1" },
+				{ ...game(0), category: "c1" },
+			]);
+		} finally {
+			database.release();
+		}
+	});
+
+	test("each indexed column holds its field's value through inserts, claims, releases and updates", async () => {
+		const dataDir = freshDataDir();
+		const adapter = new SqliteAdapter({
+			dataDir,
+			holding: "alone",
+			collection: "games",
+			indexes: ["category"],
+			sparseIndexes: ["draft", "change.at", "change.category"],
+			orders: [["draft", "title", "_id"]],
+		});
+		adapter.init(broker, { logger: broker.getLogger("store") } as unknown as Service);
+		await adapter.connect();
+		connected.push(adapter);
+		const database = openDatabase(dataDir, "alone");
+		const mismatched = () =>
+			database.writer
+				.prepare(
+					`SELECT _id FROM games WHERE ${["category", "draft", "title", "change.at", "change.category"]
+						.map(field => `"${field}" IS NOT json_extract(doc, '$.${field}')`)
+						.join(" OR ")}`,
+				)
+				.all();
+		try {
+			await adapter.insertMany(manyGames(4).map(record => ({ ...record, category: "c1" })));
+			await adapter.insert({ _id: "draft", title: "Draft", category: "c2", draft: 17 });
+			expect(mismatched()).toEqual([]);
+			await adapter.updateMany({ _id: "draft", draft: { $exists: true } }, { $unset: { draft: true } });
+			await adapter.updateMany(
+				{ _id: "g0001", change: { $exists: false } },
+				{ $set: { change: { token: "t1", at: 5, category: "c9" } } },
+			);
+			expect(mismatched()).toEqual([]);
+			expect((await adapter.find({ query: { "change.category": "c9" } })).map(record => record._id)).toEqual(["g0001"]);
+			await adapter.updateMany(
+				{ _id: "g0001", "change.token": "t1" },
+				{ $set: { title: "New", category: "c9" }, $unset: { change: true } },
+			);
+			await adapter.updateById("g0002", { $set: { age: 3 } });
+			expect(mismatched()).toEqual([]);
+			expect(await adapter.count({ query: { "change.at": { $exists: true } } })).toBe(0);
+			expect(await adapter.count({ query: { draft: { $exists: false } } })).toBe(5);
+			expect((await adapter.find({ query: { category: "c9" } })).map(record => record.title)).toEqual(["New"]);
+		} finally {
+			database.release();
+		}
+	});
+
+	test("an update rewrites the index pages of the fields it names only", async () => {
+		const dataDir = freshDataDir();
+		const adapter = await store(dataDir, "games", [
+			["title", "_id"],
+			["age", "_id"],
+			["draft", "title", "_id"],
+			["draft", "age", "_id"],
+		]);
+		await adapter.insertMany(manyGames(200).map(record => ({ ...record, category: "c1" })));
+		const database = openDatabase(dataDir, "alone");
+		/** The pages the log gains while `write` runs. */
+		const logPages = async (write: () => Promise<unknown>) => {
+			database.writer.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+			await write();
+			return (database.writer.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as { log: number }).log;
+		};
+		try {
+			// The table's page alone, against it and the pages of the two indexes on `age`.
+			const unindexed = await logPages(() => adapter.updateById("g0100", { $set: { note: "n" } }));
+			const indexed = await logPages(() => adapter.updateById("g0100", { $set: { age: 99 } }));
+			expect(unindexed).toBe(1);
+			expect(indexed).toBeGreaterThan(2);
 		} finally {
 			database.release();
 		}
