@@ -19,6 +19,19 @@ afterAll(async () => {
 const FILES = ["catalogue.sqlite", "catalogue.sqlite-wal"];
 const sizes = () => FILES.map(file => statSync(path.join(dataDir, file)).size);
 
+/**
+ * The files' sizes once the log's last commits are checkpointed into the database file (a thread
+ * does it every 100 ms): the same for half a second.
+ */
+async function settledSizes(): Promise<number[]> {
+	for (let seen = sizes(); ;) {
+		await new Promise(resolve => setTimeout(resolve, 500));
+		const now = sizes();
+		if (now.every((size, index) => size === seen[index])) return now;
+		seen = now;
+	}
+}
+
 /** As large as a body may be (BODY_LIMIT, 100 KB), and as a URL may carry. */
 const HUGE = "x".repeat(90_000);
 const LONG = "y".repeat(4_000);
@@ -28,7 +41,7 @@ test("200 creates with a 90 KB category id, and every other write with a malform
 	const category = await api.category("Euro");
 	const author = await api.author("Uwe Rosenberg", "German");
 	const game = await api.game("Agricola", category, author);
-	const before = sizes();
+	const before = await settledSizes();
 	const body = (categoryId: string, authorId: string) => ({
 		title: "Spam",
 		age: 10,
@@ -51,6 +64,6 @@ test("200 creates with a 90 KB category id, and every other write with a malform
 	];
 	for (const [answer, msg] of refused) expect(await answer).toMatchObject({ status: 400, body: { msg } });
 
-	expect(sizes()).toEqual(before);
+	expect(await settledSizes()).toEqual(before);
 	expect((await api.get("/game")).body).toEqual([{ ...game, category, author }]);
 }, 60_000);
