@@ -51,7 +51,7 @@ const toDoc = ({ _id, doc }: Row): Doc => Object.assign(JSON.parse(doc) as Doc, 
  */
 export class SqliteAdapter {
 	private database: Database | undefined;
-	/** The fields indexed, each a column of its own, written with `doc` (docs/storage.md, "Tables"). */
+	/** The fields indexed, each a column of its own, written with `doc` (`prepareTable`). */
 	private readonly columns: Columns;
 	/** `INSERT` with a `?` for `_id`, `doc` and each column; `INSERT OR REPLACE` for a migration. */
 	private readonly insertSql: (verb?: string) => string;

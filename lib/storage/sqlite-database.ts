@@ -58,7 +58,7 @@ const LOG_PAGES = 10_000;
 /**
  * A thread that checkpoints `file`'s log every CHECKPOINT_EVERY_MS, as SQLite's documentation
  * suggests: the checkpoint's `fsync`s of the log and the database then happen there, not inside a
- * write on the event loop. They were a third of a game update's time (docs/performance.md).
+ * write on the event loop (docs/performance.md, "Writes on SQLite").
  */
 function checkpointThread(file: string): Worker {
 	const code = `
