@@ -53,8 +53,8 @@ export class SqliteAdapter {
 	private database: Database | undefined;
 	/** The fields indexed, each a column of its own, written with `doc` (`prepareTable`). */
 	private readonly columns: Columns;
-	/** `INSERT` with a `?` for `_id`, `doc` and each column; `INSERT OR REPLACE` for a migration. */
-	private readonly insertSql: (verb?: string) => string;
+	/** What an `INSERT` of a `row` names: `_id`, `doc` and each column, a `?` for each. */
+	private readonly inserted: string;
 	private service: Service | undefined;
 	/** Why the disk refused the last write, until one is stored again. */
 	refusedWrites: string | undefined;
@@ -63,11 +63,10 @@ export class SqliteAdapter {
 		const { indexes, sparseIndexes, orders } = options;
 		this.columns = new Set([...indexes, ...sparseIndexes, ...orders.flat()].filter(field => field !== "_id"));
 		const named = ["_id", "doc", ...[...this.columns].map(field => column(field, this.columns))];
-		this.insertSql = (verb = "INSERT") =>
-			`${verb} INTO ${options.collection} (${named.join(", ")}) VALUES (${named.map(() => "?").join(", ")})`;
+		this.inserted = `${options.collection} (${named.join(", ")}) VALUES (${named.map(() => "?").join(", ")})`;
 	}
 
-	/** The values of an `insertSql` row: the id, the other fields as JSON, each column's field. */
+	/** The values of an inserted row: the id, the other fields as JSON, each column's field. */
 	private row({ _id, ...doc }: Doc): SQLInputValue[] {
 		return [String(_id), JSON.stringify(doc), ...[...this.columns].map(field => extracted(doc, field))];
 	}
@@ -123,7 +122,7 @@ export class SqliteAdapter {
 		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field, this.columns)} IS NOT NULL`);
 		for (const order of orders) index(`by_${order.join("_")}`, order);
 		if (dataDir === null) return;
-		const put = (doc: Doc) => this.db.prepared(this.insertSql("INSERT OR REPLACE")).run(...this.row(doc));
+		const put = (doc: Doc) => this.db.prepared(`INSERT OR REPLACE INTO ${this.inserted}`).run(...this.row(doc));
 		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
 	}
 
@@ -254,7 +253,7 @@ export class SqliteAdapter {
 
 	insert(entity: Doc): Promise<Doc> {
 		return this.write(db => {
-			db.prepare(this.insertSql()).run(...this.row(entity));
+			db.prepare(`INSERT INTO ${this.inserted}`).run(...this.row(entity));
 			return entity;
 		});
 	}
@@ -262,7 +261,7 @@ export class SqliteAdapter {
 	/** Stores every one of `entities` or, when one is refused (an id already stored), none. */
 	insertMany(entities: Doc[]): Promise<Doc[]> {
 		return this.transaction(db => {
-			const insert = db.prepare(this.insertSql());
+			const insert = db.prepare(`INSERT INTO ${this.inserted}`);
 			for (const entity of entities) insert.run(...this.row(entity));
 			return entities;
 		});
