@@ -5,6 +5,7 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { waitFor } from "../support/process";
 import { withTables } from "../support/sqlite";
 import {
 	DATABASE_FILE,
@@ -284,9 +285,7 @@ describe("the log's checkpoints", () => {
 		try {
 			// Far below the log pages at which a write checkpoints the log itself.
 			database.writer.prepare("INSERT INTO games (_id, doc) VALUES ('g1', '{}')").run();
-			const deadline = Date.now() + 2000;
-			while (Date.now() < deadline && !inDatabaseFile(dataDir, "g1")) await new Promise(resolve => setTimeout(resolve, 25));
-			expect(inDatabaseFile(dataDir, "g1")).toBe(true);
+			await waitFor("the game is in the database file alone", () => Promise.resolve(inDatabaseFile(dataDir, "g1")), [], 2000);
 		} finally {
 			database.release();
 		}

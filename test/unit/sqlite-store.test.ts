@@ -4,7 +4,7 @@ import path from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { ServiceBroker, type Service } from "moleculer";
 import { isDuplicateId } from "../../lib/storage/adapter";
-import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
+import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqlite-adapter";
 import { DATABASE_FILE, openDatabase, openForReading } from "../../lib/storage/sqlite-database";
 import { orderBy, where } from "../../lib/storage/sqlite-query";
 
@@ -26,16 +26,14 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const freshDataDir = () => mkdtempSync(path.join(root, "data-"));
 
-/** A connected adapter for `collection` under `dataDir`, with the indexes the games service asks for. */
-async function store(dataDir: string, collection = "games", orders: string[][] = [["title"]]): Promise<SqliteAdapter> {
-	const adapter = new SqliteAdapter({
-		dataDir,
-		holding: "alone",
-		collection,
-		indexes: ["category"],
-		sparseIndexes: ["draft"],
-		orders,
-	});
+/** A connected adapter for `collection` under `dataDir`, with the indexes the games service asks for, or `indexed`. */
+async function store(
+	dataDir: string,
+	collection = "games",
+	orders: string[][] = [["title"]],
+	indexed: Pick<SqliteAdapterOptions, "indexes" | "sparseIndexes"> = { indexes: ["category"], sparseIndexes: ["draft"] },
+): Promise<SqliteAdapter> {
+	const adapter = new SqliteAdapter({ dataDir, holding: "alone", collection, ...indexed, orders });
 	adapter.init(broker, { logger: broker.getLogger("store") } as unknown as Service);
 	await adapter.connect();
 	connected.push(adapter);
@@ -252,17 +250,10 @@ describe("SqliteAdapter", () => {
 
 	test("each indexed column holds its field's value through inserts, claims, releases and updates", async () => {
 		const dataDir = freshDataDir();
-		const adapter = new SqliteAdapter({
-			dataDir,
-			holding: "alone",
-			collection: "games",
+		const adapter = await store(dataDir, "games", [["draft", "title", "_id"]], {
 			indexes: ["category"],
 			sparseIndexes: ["draft", "change.at", "change.category"],
-			orders: [["draft", "title", "_id"]],
 		});
-		adapter.init(broker, { logger: broker.getLogger("store") } as unknown as Service);
-		await adapter.connect();
-		connected.push(adapter);
 		const database = openDatabase(dataDir, "alone");
 		const mismatched = () =>
 			database.writer
