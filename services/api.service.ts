@@ -4,7 +4,7 @@ import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import serveStatic from "serve-static";
 import vary from "vary";
-import { getAbsoluteFSPath } from "swagger-ui-dist";
+import getAbsoluteFSPath from "swagger-ui-dist/absolute-path";
 import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { HttpAnswer, sourcesOf, type HttpWish } from "../lib/cache/answers";

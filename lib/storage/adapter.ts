@@ -3,7 +3,7 @@
  * MongoDB when a URI is configured, else the SQLite database of DATA_DIR, or one in memory (tests).
  * The services and the DB mixin (mixins/db.mixin.ts) do not know which.
  */
-import MongoDbAdapter from "moleculer-db-adapter-mongo";
+import type MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cachesInThisProcess } from "../cache/cache";
 import { config, type CatalogueConfig } from "../config/config";
 import { hideCredentials } from "../config/uris";
@@ -27,8 +27,12 @@ export interface IndexedFields {
  * is given, else SQLite under DATA_DIR, or in memory.
  */
 export function createAdapter(collection: string, fields: IndexedFields, storage: StorageConfig = config) {
-	if (storage.mongoUri)
-		return new MongoDbAdapter(storage.mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
+	if (storage.mongoUri) {
+		// Loaded only with MONGO_URI, so that an embedded node does not load the MongoDB driver at its start.
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const Mongo = require("moleculer-db-adapter-mongo") as typeof MongoDbAdapter;
+		return new Mongo(storage.mongoUri, { useUnifiedTopology: true, serverSelectionTimeoutMS: MONGO_SERVER_WAIT_MS });
+	}
 	return new SqliteAdapter({
 		dataDir: storage.storage === "memory" ? null : storage.dataDir,
 		holding: cachesInThisProcess(storage) ? "alone" : "shared",
@@ -44,8 +48,8 @@ interface MongoCollection {
 
 /** MongoDB's indexes on a connected adapter; SQLite's are made by the adapter itself. */
 export async function prepareStore(adapter: unknown, { indexes, sparseIndexes, orders }: IndexedFields): Promise<void> {
-	if (!(adapter instanceof MongoDbAdapter)) return;
-	const { collection } = adapter as unknown as MongoCollection;
+	if (adapter instanceof SqliteAdapter) return;
+	const { collection } = adapter as MongoCollection;
 	for (const field of indexes) await collection.createIndex({ [field]: 1 }, { sparse: false });
 	for (const field of sparseIndexes) await collection.createIndex({ [field]: 1 }, { sparse: true });
 	for (const order of orders) await collection.createIndex(Object.fromEntries(order.map(field => [field, 1])), { sparse: false });
