@@ -1,6 +1,6 @@
-import type { Author } from "../services/authors.types";
+import type { Author, AuthorBody } from "../services/authors.types";
 import type { Category } from "../services/categories.types";
-import type { Game } from "../services/games.types";
+import type { Game, GameBody } from "../services/games.types";
 import { inPool, sendJson } from "./http";
 
 export type { Author, Category, Game };
@@ -41,7 +41,7 @@ const gameTitle = (i: number) =>
 	`${ADJECTIVES[i % ADJECTIVES.length]} ${NOUNS[Math.floor(i / ADJECTIVES.length) % NOUNS.length]} ${Math.floor(i / (ADJECTIVES.length * NOUNS.length)) + 1}`;
 
 /** The body of `PUT /game` (and of `PUT /game/{id}`) for game number `i`. */
-export function gameBody(i: number, { categories, authors }: Pick<Seeded, "categories" | "authors">) {
+export function gameBody(i: number, { categories, authors }: Pick<Seeded, "categories" | "authors">): GameBody {
 	return {
 		title: gameTitle(i),
 		age: 3 + (i % 16),
@@ -64,7 +64,7 @@ export async function seed(base: string, sizes: Sizes, concurrency: number): Pro
 		seeded.categories[i] = category;
 	});
 	await inPool(sizes.authors, concurrency, async i => {
-		const body = { name: authorName(i), nationality: NATIONALITIES[i % NATIONALITIES.length] };
+		const body: AuthorBody = { name: authorName(i), nationality: NATIONALITIES[i % NATIONALITIES.length] };
 		const { author } = await sendJson<{ author: Author }>(base, "PUT", "/author", body);
 		seeded.authors[i] = author;
 	});

@@ -2,7 +2,8 @@ import type { Context, ServiceSchema } from "moleculer";
 import DbService, { type DbServiceSettings } from "moleculer-db";
 import type { ClaimStore } from "../lib/integrity/claims";
 import { config } from "../lib/config/config";
-import { errorHooks, writesRefused, type FailureTexts } from "../lib/catalogue/errors";
+import { errorHooks, notFound, writesRefused } from "../lib/catalogue/errors";
+import { actionParams, storeIndexes, type Kind } from "../lib/catalogue/kind";
 import { newId } from "../lib/catalogue/ids";
 import { createAdapter, prepareStore, refusedWrites } from "../lib/storage/adapter";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
@@ -60,21 +61,16 @@ export function claimStore(store: Store, visible: Record<string, unknown> = {}):
 	};
 }
 
-export interface DbOptions extends FailureTexts {
-	/** Collection (and table) name. */
-	collection: string;
-	/** Fields that are filtered on, each indexed. */
-	indexes?: string[];
+export interface DbOptions {
+	/** The kind of record the service keeps (lib/catalogue/kinds.ts): its collection, indexes, texts and `get` params. */
+	kind: Kind;
 	/**
 	 * Filtered fields that only a few records have (the claims of writes in progress), indexed over
 	 * those records only.
 	 */
 	sparseIndexes?: string[];
-	/**
-	 * The orders pages are read in, first key first, each an index: a page is then read in index
-	 * order, skipping to its first record, instead of sorting every record.
-	 */
-	orders?: string[][];
+	/** Fields every page filters on exactly, ahead of its sort (games: whether one is a draft). */
+	leading?: string[];
 }
 
 /**
@@ -95,8 +91,9 @@ const storageOnly: Partial<ServiceSchema> = {
  * `_id`, a cached `get` action that takes one id or a batch (the populates use it), the cache
  * moved on by every write, and the service's error texts applied to every failure.
  */
-export function dbMixin({ collection, indexes = [], sparseIndexes = [], orders = [], notFound, failures }: DbOptions) {
-	const indexed = { indexes, sparseIndexes, orders };
+export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
+	const collection = kind.service;
+	const indexed = { ...storeIndexes(kind, leading), sparseIndexes };
 	return asMixin({
 		// First, so its `clearCache` replaces moleculer-db's.
 		mixins: [generationsMoveOn, generationNews(), storageOnly],
@@ -106,14 +103,7 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], orders =
 			get: {
 				...readOnly,
 				cache: cachedFrom(collection),
-				params: {
-					$$strict: "remove",
-					id: [
-						{ type: "string", empty: false },
-						{ type: "array", items: "string" },
-					],
-					mapping: { type: "boolean", optional: true },
-				},
+				params: actionParams(kind).get,
 				handler(ctx: Context<{ id: string | string[]; mapping?: boolean }>) {
 					return this._get(ctx, ctx.params as { id: string });
 				},
@@ -141,7 +131,7 @@ export function dbMixin({ collection, indexes = [], sparseIndexes = [], orders =
 				},
 			},
 		},
-		hooks: { error: errorHooks({ notFound, failures }) },
+		hooks: { error: errorHooks({ notFound: notFound(kind.unknown), failures: kind.failures }) },
 		// A new adapter for every service instance, so brokers in one process never share a store.
 		merged(schema: Record<string, unknown>) {
 			schema.collection = collection;

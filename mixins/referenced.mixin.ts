@@ -1,20 +1,12 @@
 import type { Context } from "moleculer";
 import { claim, release, unclaimed, type ClaimOptions } from "../lib/integrity/claims";
 import { config } from "../lib/config/config";
-import { inUse, notFound, type ErrorText } from "../lib/catalogue/errors";
+import { inUse, notFound } from "../lib/catalogue/errors";
+import { actionParams, type Kind } from "../lib/catalogue/kind";
 import { newToken } from "../lib/catalogue/ids";
 import { idOf } from "../lib/catalogue/params";
 import { asMixin, claimStore, type Row } from "./db.mixin";
 import { TRANSFER_BATCH } from "../lib/transfer/format";
-
-export interface ReferencedOptions {
-	/** The game field that holds this record's id (`author`, `category`). */
-	field: "author" | "category";
-	/** The error text when no record has the id. */
-	notFound: ErrorText;
-	/** The error text when games still refer to the record. */
-	hasGames: ErrorText;
-}
 
 /** A delete in progress is a claim in the record's `deleting` field. */
 const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs };
@@ -25,14 +17,16 @@ const deleting: ClaimOptions = { field: "deleting", leaseMs: config.claimLeaseMs
  * writing a game, waits for such a delete to end. Whatever the interleaving, either the count
  * sees the game or the game sees the record gone.
  */
-export function referencedByGames({ field, notFound: unknownText, hasGames }: ReferencedOptions) {
-	const unknown = notFound(unknownText);
-	const idRule = idOf(unknownText);
+export function referencedByGames(kind: Kind) {
+	const field = kind.kind;
+	const unknown = notFound(kind.unknown);
+	const idRule = idOf(kind.unknown);
+	const hasGames = kind.inUse!;
 	return asMixin({
 		actions: {
 			// { <field>: the deleted record }; 400 when the id is unknown or games refer to it.
 			remove: {
-				params: { id: idRule },
+				params: actionParams(kind).remove,
 				async handler(ctx: Context<{ id: string }>): Promise<Record<string, Row>> {
 					const { id } = ctx.params;
 					const token = newToken();

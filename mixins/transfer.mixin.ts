@@ -1,6 +1,7 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { duplicateInBatch, storedMeanwhile } from "../lib/catalogue/errors";
-import { EXPORT_PAGE, RECORD_FIELDS, TRANSFER_BATCH, fieldsOf, type Kind, type StoredRecord } from "../lib/transfer/format";
+import { asUpdate, fileRules, type Kind } from "../lib/catalogue/kind";
+import { EXPORT_PAGE, TRANSFER_BATCH, type StoredRecord } from "../lib/transfer/format";
 import type { ImportTally } from "../lib/transfer/import";
 import { isDuplicateId } from "../lib/storage/adapter";
 import { readOnly, type CatalogueSchema, type Row } from "./db.mixin";
@@ -9,8 +10,6 @@ export interface TransferOptions {
 	kind: Kind;
 	/** What a stored record must match to be exported or counted as present (games hide their drafts). */
 	visible?: Record<string, unknown>;
-	/** The params of the service's own `update` action for a record of the file. */
-	asUpdate?: (record: StoredRecord) => Record<string, unknown>;
 }
 
 interface TransferMethods {
@@ -24,8 +23,8 @@ interface TransferMethods {
  * their ids through the service's own rules. `createImported` is the plain insert; games replace
  * it with one that checks references.
  */
-export function transferable({ kind, visible = {}, asUpdate = record => record }: TransferOptions) {
-	const fields = fieldsOf(kind).filter(field => field !== "id");
+export function transferable({ kind, visible = {} }: TransferOptions) {
+	const fields = Object.keys(kind.fields);
 	const schema: Partial<CatalogueSchema<Row, TransferMethods>> = {
 		actions: {
 			// Up to `limit` records in id order after the id `after`, or those of `ids` that exist.
@@ -55,7 +54,7 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 					records: {
 						type: "array",
 						max: TRANSFER_BATCH,
-						items: { type: "object", strict: "remove", props: RECORD_FIELDS[kind] },
+						items: { type: "object", strict: "remove", props: fileRules(kind) },
 					},
 				},
 				async handler(ctx: Context<{ records: StoredRecord[] }>): Promise<ImportTally> {
@@ -78,7 +77,7 @@ export function transferable({ kind, visible = {}, asUpdate = record => record }
 							await this.entityChanged("created", absent[0], ctx);
 							throw storedMeanwhile();
 						});
-					for (const record of changed) await ctx.call(`${this.name}.update`, asUpdate(record));
+					for (const record of changed) await ctx.call(`${this.name}.update`, asUpdate(kind, record));
 					return { created: absent.length, unchanged: records.length - absent.length - changed.length, updated: changed.length };
 				},
 			},

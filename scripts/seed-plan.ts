@@ -16,7 +16,8 @@ export interface SeedTarget {
 export interface CatalogueContents {
 	categories: Category[];
 	authors: Author[];
-	games: ListedGame[];
+	/** A game whose category or author is gone (the REPL's `integrity` lists such games: docs/integrity.md) is listed without it. */
+	games: (Omit<ListedGame, "category" | "author"> & Partial<Pick<ListedGame, "category" | "author">>)[];
 }
 
 /** How many of one kind of sample record the seed created and how many it found already there. */

@@ -1,18 +1,13 @@
-import type { AuthorSortField, Pageable } from "../lib/catalogue/page";
+import type { BodyOf, RecordOf, SortFieldOf } from "../lib/catalogue/kind";
+import type { AUTHOR } from "../lib/catalogue/kinds";
+import type { Pageable } from "../lib/catalogue/page";
 
-export interface Author {
-	id: string;
-	name: string;
-	nationality: string;
-}
+export type Author = RecordOf<typeof AUTHOR>;
 
-export interface AuthorBody {
-	name: string;
-	nationality: string;
-}
+export type AuthorBody = BodyOf<typeof AUTHOR>;
 
 export type AuthorUpdate = AuthorBody & { id: string };
 
 export interface AuthorPageRequest {
-	pageable: Pageable<AuthorSortField>;
+	pageable: Pageable<SortFieldOf<typeof AUTHOR>>;
 }

@@ -1,6 +1,6 @@
 import type { Context } from "moleculer";
-import { notFound, texts } from "../lib/catalogue/errors";
-import { filter, idOf, text } from "../lib/catalogue/params";
+import { actionParams, fieldNames } from "../lib/catalogue/kind";
+import { CATEGORY } from "../lib/catalogue/kinds";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
@@ -8,33 +8,20 @@ import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./categories.types";
 
+const params = actionParams(CATEGORY);
+
 const CategoriesService: CatalogueSchema<Category> = {
 	name: "categories",
-	mixins: [
-		dbMixin({
-			collection: "categories",
-			indexes: ["name"],
-			notFound: notFound(texts.categoryNotFound),
-			failures: {
-				get: texts.fetchCategory,
-				list: texts.fetchCategories,
-				create: texts.createCategory,
-				update: texts.updateCategory,
-				remove: texts.deleteCategory,
-			},
-		}),
-		referencedByGames({ field: "category", notFound: texts.categoryNotFound, hasGames: texts.categoryHasGames }),
-		transferable({ kind: "category" }),
-	],
+	mixins: [dbMixin({ kind: CATEGORY }), referencedByGames(CATEGORY), transferable({ kind: CATEGORY })],
 	settings: {
-		fields: ["id", "name"],
+		fields: fieldNames(CATEGORY),
 	},
 	actions: {
 		// Categories ordered by id; `name` keeps those whose name contains it, ignoring case.
 		list: {
 			...readOnly,
 			cache: cachedFrom("categories"),
-			params: { $$strict: "remove", name: filter(100) },
+			params: params.list,
 			handler(ctx: Context<CategoryFilter>): Promise<Category[]> {
 				const { name } = ctx.params;
 				const query = name ? { name: { $regex: new RegExp(escapeRegExp(name), "i") } } : {};
@@ -44,17 +31,17 @@ const CategoriesService: CatalogueSchema<Category> = {
 
 		// { category: the created category }.
 		create: {
-			params: { $$strict: "remove", name: text(100) },
+			params: params.create,
 			async handler(ctx: Context<CategoryBody>): Promise<{ category: Category }> {
-				return { category: await this._create(ctx, { name: ctx.params.name }) };
+				return { category: await this._create(ctx, ctx.params) };
 			},
 		},
 
 		// 1 once the category is renamed; 400 when no category has the id.
 		update: {
-			params: { $$strict: "remove", id: idOf(texts.categoryNotFound), name: text(100) },
+			params: params.update,
 			async handler(ctx: Context<CategoryUpdate>): Promise<1> {
-				await this._update(ctx, { id: ctx.params.id, name: ctx.params.name });
+				await this._update(ctx, ctx.params);
 				return 1;
 			},
 		},

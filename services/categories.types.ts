@@ -1,11 +1,9 @@
-export interface Category {
-	id: string;
-	name: string;
-}
+import type { BodyOf, RecordOf } from "../lib/catalogue/kind";
+import type { CATEGORY } from "../lib/catalogue/kinds";
 
-export interface CategoryBody {
-	name: string;
-}
+export type Category = RecordOf<typeof CATEGORY>;
+
+export type CategoryBody = BodyOf<typeof CATEGORY>;
 
 export type CategoryUpdate = CategoryBody & { id: string };
 

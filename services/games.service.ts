@@ -7,32 +7,23 @@ import { notFound, texts } from "../lib/catalogue/errors";
 import { gameSearch, type GameSearch } from "../lib/catalogue/game-search";
 import { newId, newToken } from "../lib/catalogue/ids";
 import { orphans, referringTo, type References } from "../lib/integrity/integrity";
-import { effectivePage, GAME_SORT, listParams, pageableRule, pageOrders, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
-import { filter, idOf, referenceTo, text, wholeNumber } from "../lib/catalogue/params";
+import { actionParams, fieldNames, sortOf, storedOf } from "../lib/catalogue/kind";
+import { GAME } from "../lib/catalogue/kinds";
+import { effectivePage, listParams, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
 import { importedGames } from "../mixins/imported-games.mixin";
 import { transferable } from "../mixins/transfer.mixin";
-import type { StoredRecord } from "../lib/transfer/format";
 import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
 
-const gameBody = {
-	title: text(200),
-	age: wholeNumber(0, 99),
-	category: referenceTo(texts.categoryNotFound),
-	author: referenceTo(texts.authorNotFound),
-};
-
-const gameId = idOf(texts.gameNotFound);
-
-/** The filters of GET /game and POST /game; the longest title filter is a title's own 200 characters. */
-const gameFilter = { title: filter(200), idCategory: { type: "string", optional: true } } as const;
+const params = actionParams(GAME);
+const gameSort = sortOf(GAME)!;
 
 /** The references a listed game carries as full records. */
 const WITH_REFERENCES = ["category", "author"];
 
 /** The order of GET /game, and of a game page sorted on nothing: by id. */
-const BY_ID = sortKeys(undefined, GAME_SORT);
+const BY_ID = sortKeys(undefined, gameSort);
 
 /** Those of `ids` that `service` has a record for, asked in one batched call. */
 async function existingIds(ctx: Context, service: "categories" | "authors", ids: string[]): Promise<Set<string>> {
@@ -50,9 +41,6 @@ const published = { draft: { $exists: false } };
 
 const unknownGame = notFound(texts.gameNotFound);
 
-/** A game of an import file as `update` takes it: category and author as `{ id }`. */
-const asGameUpdate = ({ category, author, ...game }: StoredRecord) => ({ ...game, category: { id: category }, author: { id: author } });
-
 /** The categories and authors a batch of games refers to. */
 type BatchReferences = { category: string[]; author: string[] };
 
@@ -65,28 +53,13 @@ interface GamesMethods {
 const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	name: "games",
 	mixins: [
-		dbMixin({
-			collection: "games",
-			indexes: ["category", "author"],
-			sparseIndexes: ["draft", "change.category", "change.author", "change.at"],
-			orders: pageOrders(GAME_SORT, ["draft"]),
-			notFound: notFound(texts.gameNotFound),
-			failures: {
-				get: texts.fetchGames,
-				list: texts.fetchGames,
-				page: texts.fetchGamesPage,
-				create: texts.createGame,
-				update: texts.updateGame,
-				remove: texts.deleteGame,
-				countBy: texts.countGames,
-			},
-		}),
+		dbMixin({ kind: GAME, leading: ["draft"], sparseIndexes: ["draft", "change.category", "change.author", "change.at"] }),
 		// Before transferable: its createImported replaces the plain insert.
 		importedGames,
-		transferable({ kind: "game", visible: published, asUpdate: asGameUpdate }),
+		transferable({ kind: GAME, visible: published }),
 	],
 	settings: {
-		fields: ["id", "title", "age", "category", "author"],
+		fields: fieldNames(GAME),
 		populates: { category: "categories.get", author: "authors.get" },
 	},
 	actions: {
@@ -96,7 +69,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			...readOnly,
 			// The answer embeds categories and authors: their writes make it stale too.
 			cache: cachedFrom("games", "authors", "categories"),
-			params: { $$strict: "remove", ...gameFilter },
+			params: params.list,
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
 				return this.withReferences(ctx, await this.searchGames(gameSearch(ctx.params, published), BY_ID));
 			},
@@ -107,12 +80,12 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		page: {
 			...readOnly,
 			cache: cachedFrom("games", "authors", "categories"),
-			params: { $$strict: "remove", pageable: pageableRule(GAME_SORT.fields), ...gameFilter },
+			params: params.page,
 			async handler(ctx: Context<GamePageRequest>): Promise<Page<ListedGame>> {
 				const { pageable, ...filters } = ctx.params;
 				const page = effectivePage(pageable);
 				const search = gameSearch(filters, published);
-				const sort = sortKeys(pageable.sort, GAME_SORT);
+				const sort = sortKeys(pageable.sort, gameSort);
 				if (!search.title) {
 					const { rows, total } = await this._list<ListedGame>(ctx, {
 						query: search.query,
@@ -132,10 +105,9 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// stored as a hidden draft before the references are checked (docs/integrity.md), so a
 		// delete racing with it counts it.
 		create: {
-			params: { $$strict: "remove", ...gameBody },
+			params: params.create,
 			async handler(ctx: Context<GameBody>): Promise<{ game: Game }> {
-				const { title, age, category, author } = ctx.params;
-				const draft = { _id: newId(), title, age, category: category.id, author: author.id, draft: Date.now() };
+				const draft = { _id: newId(), ...storedOf(GAME, ctx.params), draft: Date.now() };
 				await this.adapter.insert(draft);
 				try {
 					await this.checkReferences(ctx, draft);
@@ -155,16 +127,17 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// or the author does not exist (checked in that order). The new references are recorded
 		// on the game (its `change` claim) before they are checked.
 		update: {
-			params: { $$strict: "remove", id: gameId, ...gameBody },
+			params: params.update,
 			async handler(ctx: Context<GameUpdate>): Promise<1> {
-				const { id, title, age } = ctx.params;
-				const references = { category: ctx.params.category.id, author: ctx.params.author.id };
+				const { id, ...body } = ctx.params;
+				const game = storedOf(GAME, body);
+				const references = { category: game.category, author: game.author };
 				const token = newToken();
 				const games = claimStore(this, published);
 				if (!(await claim(games, id, token, changing, references))) throw unknownGame();
 				try {
 					await this.checkReferences(ctx, references);
-					const update = { $set: { title, age, ...references }, $unset: { change: true } };
+					const update = { $set: game, $unset: { change: true } };
 					if ((await this.adapter.updateMany({ _id: id, "change.token": token }, update)) === 0) {
 						if (!(await games.findById(id))) throw unknownGame();
 						throw new Error(`the change of game ${id} outlived its lease`);
@@ -173,14 +146,14 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 					await release(games, id, token, changing);
 					throw err;
 				}
-				await this.entityChanged("updated", { id, title, age, ...references }, ctx);
+				await this.entityChanged("updated", { id, ...game }, ctx);
 				return 1;
 			},
 		},
 
 		// { game: the deleted game }; 400 when no game has the id.
 		remove: {
-			params: { id: gameId },
+			params: params.remove,
 			async handler(ctx: Context<{ id: string }>): Promise<{ game: Game }> {
 				const { id } = ctx.params;
 				const stored = await this.adapter.findOne({ _id: id, ...published });

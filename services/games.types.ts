@@ -1,26 +1,16 @@
+import type { BodyOf, ListedOf, RecordOf, SortFieldOf } from "../lib/catalogue/kind";
+import type { GAME } from "../lib/catalogue/kinds";
 import type { Missing } from "../lib/integrity/integrity";
-import type { GameSortField, Pageable } from "../lib/catalogue/page";
-import type { Author } from "./authors.types";
-import type { Category } from "./categories.types";
+import type { Pageable } from "../lib/catalogue/page";
 
 /** A game as stored and as create answers it: category and author by id. */
-export interface Game {
-	id: string;
-	title: string;
-	age: number;
-	category: string;
-	author: string;
-}
+export type Game = RecordOf<typeof GAME>;
 
 /** A game in the list: category and author are the full records. */
-export type ListedGame = Omit<Game, "category" | "author"> & { category?: Category; author?: Author };
+export type ListedGame = ListedOf<typeof GAME>;
 
-export interface GameBody {
-	title: string;
-	age: number;
-	category: { id: string };
-	author: { id: string };
-}
+/** What create takes: category and author as `{ id }`. */
+export type GameBody = BodyOf<typeof GAME>;
 
 export type GameUpdate = GameBody & { id: string };
 
@@ -30,7 +20,7 @@ export interface GameFilter {
 }
 
 /** POST /game: a page of the games GET /game would list with the same filters. */
-export type GamePageRequest = GameFilter & { pageable: Pageable<GameSortField> };
+export type GamePageRequest = GameFilter & { pageable: Pageable<SortFieldOf<typeof GAME>> };
 
 export interface GameCountQuery {
 	category?: string;

@@ -1,4 +1,5 @@
-import { CatalogueError, texts } from "./errors";
+import { CatalogueError } from "./errors";
+import { GAME } from "./kinds";
 import { compileTitleFilter, type TitleFilter } from "./title-filter";
 
 /**
@@ -22,7 +23,9 @@ export function gameSearch({ title, idCategory }: { title?: string; idCategory?:
 	if (!title) return { query };
 	const matches = compileTitleFilter(title);
 	if (typeof matches !== "function") {
-		throw new CatalogueError(texts.fetchGames, "INVALID_PATTERN", [{ field: "title", message: matches.refused, type: "pattern" }]);
+		throw new CatalogueError(GAME.fields.title.filter.refused, "INVALID_PATTERN", [
+			{ field: "title", message: matches.refused, type: "pattern" },
+		]);
 	}
 	return { query, title: matches };
 }

@@ -13,13 +13,6 @@ export interface SortFields<F extends string = string> {
 	byDefault: F;
 }
 
-export const AUTHOR_SORT = { fields: ["id", "name", "nationality"], byDefault: "name" } as const satisfies SortFields;
-/** Absent, a game page is in the order of GET /game: by id. */
-export const GAME_SORT = { fields: ["id", "title", "age"], byDefault: "id" } as const satisfies SortFields;
-
-export type AuthorSortField = (typeof AUTHOR_SORT.fields)[number];
-export type GameSortField = (typeof GAME_SORT.fields)[number];
-
 export interface SortOrder<F extends string = string> {
 	property?: F;
 	direction?: string;

@@ -1,10 +1,11 @@
 /**
  * The catalogue's export file (docs/contract.md, "Export and import"): JSON Lines, a header, then the
  * categories, the authors and the games, each kind ordered by id. The rules a record must pass
- * are the services' own (lib/catalogue/params.ts), so a file the import takes is one the services
+ * are the services' own (lib/catalogue/kinds.ts), so a file the import takes is one the services
  * take.
  */
-import { ID_SHAPE, text, wholeNumber } from "../catalogue/params";
+import { fileRules, type Kind as KindDefinition, type RecordOf } from "../catalogue/kind";
+import { KINDS as DEFINED_KINDS } from "../catalogue/kinds";
 import type { DataServiceName } from "../catalogue/services";
 
 /** Records per call of a service, both ways: a page of an export, a batch of an import (about 100 KB of games). */
@@ -16,12 +17,8 @@ export const EXPORT_PAGE = 2000;
 export const FORMAT = "game-catalogue";
 export const VERSION = 1;
 
-/** The kinds of record, in the order the file holds them, each with the service that keeps it. */
-export const KINDS = [
-	{ kind: "category", service: "categories" },
-	{ kind: "author", service: "authors" },
-	{ kind: "game", service: "games" },
-] as const satisfies readonly { kind: string; service: DataServiceName }[];
+/** The kinds of record (lib/catalogue/kinds.ts), in the order the file holds them, each with the service that keeps it. */
+export const KINDS = DEFINED_KINDS;
 
 export type Kind = (typeof KINDS)[number]["kind"];
 
@@ -37,34 +34,24 @@ export interface Header {
 	counts: Counts;
 }
 
-/** A record as the file holds it: a game's category and author are ids. */
-export type FileRecord =
-	| { kind: "category"; id: string; name: string }
-	| { kind: "author"; id: string; name: string; nationality: string }
-	| { kind: "game"; id: string; title: string; age: number; category: string; author: string };
+/** A record as the file holds it: `kind`, then its fields, a game's category and author as ids. */
+export type FileRecord = (typeof KINDS)[number] extends infer K
+	? K extends KindDefinition
+		? { kind: K["kind"] } & RecordOf<K>
+		: never
+	: never;
 
 /** A record as a service stores it: its fields without `kind`. */
 export type StoredRecord = { id: string } & Record<string, unknown>;
 
-/** `field`: an id as the catalogue issues it (a ULID); any other is refused, saying so. */
-const id = (field: string) =>
-	({ type: "string", pattern: ID_SHAPE, messages: { stringPattern: `'${field}' is not an id the catalogue issues` } }) as const;
-
 /** The fields of each kind, as fastest-validator rules: the services' limits and text rules. */
-export const RECORD_FIELDS = {
-	category: { id: id("id"), name: text(100) },
-	author: { id: id("id"), name: text(200), nationality: text(100) },
-	game: {
-		id: id("id"),
-		title: text(200),
-		age: wholeNumber(0, 99),
-		category: id("category"),
-		author: id("author"),
-	},
-} as const;
+export const RECORD_FIELDS = Object.fromEntries(KINDS.map(kind => [kind.kind, fileRules(kind)])) as Record<
+	Kind,
+	ReturnType<typeof fileRules>
+>;
 
 /** The names of a kind's fields, in the order its lines write them. */
-export const fieldsOf = (kind: Kind) => Object.keys(RECORD_FIELDS[kind]);
+const fieldsOf = (kind: Kind) => Object.keys(RECORD_FIELDS[kind]);
 
 /**
  * `value` as JSON on one line, U+2028 and U+2029 escaped: JSON allows them raw in a string, but

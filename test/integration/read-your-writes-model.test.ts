@@ -167,8 +167,8 @@ const byId = <T extends { id: string }>(records: readonly T[]) => inOrder(record
 const listedGames = (model: Model, idCategory?: string): ListedGame[] =>
 	byId(model.games.filter(game => idCategory === undefined || game.category === idCategory)).map(game => ({
 		...game,
-		category: model.categories.find(category => category.id === game.category),
-		author: model.authors.find(author => author.id === game.author),
+		category: model.categories.find(category => category.id === game.category)!,
+		author: model.authors.find(author => author.id === game.author)!,
 	}));
 
 /** The page envelope of `pageNumber` out of `records`, as the model expects it. */

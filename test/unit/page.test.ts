@@ -1,15 +1,10 @@
 import Validator from "fastest-validator";
-import {
-	AUTHOR_SORT,
-	DEFAULT_PAGE_SIZE,
-	GAME_SORT,
-	MAX_PAGE_SIZE,
-	effectivePage,
-	listParams,
-	pageSlice,
-	pageableRule,
-	sortKeys,
-} from "../../lib/catalogue/page";
+import { sortOf } from "../../lib/catalogue/kind";
+import { AUTHOR, GAME } from "../../lib/catalogue/kinds";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, effectivePage, listParams, pageSlice, pageableRule, sortKeys } from "../../lib/catalogue/page";
+
+const AUTHOR_SORT = sortOf(AUTHOR)!;
+const GAME_SORT = sortOf(GAME)!;
 
 describe("effectivePage", () => {
 	test("keeps a given page number and size", () => {
