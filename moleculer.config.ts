@@ -4,7 +4,7 @@ import { config } from "./lib/config/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability/observability";
 import { natsFiles, natsOptions } from "./lib/config/transporter";
 import { hideCredentials, secretsIn } from "./lib/config/uris";
-import { describeStorage } from "./lib/storage/adapter";
+import { describeStorage } from "./lib/storage/location";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { natsReconnects } from "./middlewares/nats-reconnects.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
@@ -51,7 +51,7 @@ const brokerOptions: BrokerOptions = {
 		startTimeout({
 			timeoutMs: config.startTimeoutMs,
 			transporter: config.transporter && hideCredentials(config.transporter),
-			storage: describeStorage(),
+			storage: describeStorage(config),
 		}),
 		drainGateway(config.requestTimeoutMs),
 		noSecretsInOptions,

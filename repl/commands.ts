@@ -1,7 +1,7 @@
 import type { ReplOptions, ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { config } from "../lib/config/config";
-import { backupDataDir, backupText, noFilesToBackUp } from "../lib/storage/backup";
+import { noFilesToBackUp } from "../lib/storage/location";
 import type { OrphanGame } from "../services/games.types";
 
 type ReplCommand = NonNullable<ReplOptions["customCommands"]>[number];
@@ -50,6 +50,8 @@ async function integrity(broker: ServiceBroker): Promise<string> {
 async function backup(_broker: ServiceBroker, { dir }: Arguments): Promise<string> {
 	const refused = noFilesToBackUp(config);
 	if (refused) throw new Error(refused);
+	// Loaded here: a gateway node's REPL has the command but no store.
+	const { backupDataDir, backupText } = await import("../lib/storage/backup.js");
 	return backupText(await backupDataDir(config.dataDir, dir), dir);
 }
 

@@ -1,5 +1,6 @@
 import { config } from "../lib/config/config";
-import { backupDataDir, backupText, noFilesToBackUp } from "../lib/storage/backup";
+import { backupDataDir, backupText } from "../lib/storage/backup";
+import { noFilesToBackUp } from "../lib/storage/location";
 
 // `npm run backup -- <dir>`: a copy of DATA_DIR's SQLite database in <dir>, taken while the
 // catalogue runs and writes it (docs/operations.md, "Backups"). Unlike the seed, it reads the database, not HTTP.

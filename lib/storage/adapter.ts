@@ -6,9 +6,7 @@
 import type MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cachesInThisProcess } from "../cache/cache";
 import { config, type CatalogueConfig } from "../config/config";
-import { hideCredentials } from "../config/uris";
 import { SqliteAdapter } from "./sqlite-adapter";
-import { databaseFile } from "./sqlite-database";
 
 /** How long a MongoDB operation waits for a reachable server before it fails. */
 const MONGO_SERVER_WAIT_MS = 5000;
@@ -71,9 +69,3 @@ export const isDuplicateId = (err: unknown) => {
 	const { duplicateId, code } = err as { duplicateId?: boolean; code?: number };
 	return duplicateId === true || code === 11000;
 };
-
-/** Where the records live, for operators' messages; a MongoDB password is never shown. */
-export function describeStorage({ mongoUri, storage, dataDir }: Pick<StorageConfig, "mongoUri" | "storage" | "dataDir"> = config): string {
-	if (mongoUri) return `MongoDB at ${hideCredentials(mongoUri)}`;
-	return storage === "memory" ? "memory" : `SQLite database ${databaseFile(dataDir)}`;
-}

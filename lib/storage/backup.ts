@@ -8,9 +8,9 @@ import { open, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { backup, DatabaseSync } from "node:sqlite";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
-import type { CatalogueConfig } from "../config/config";
 import { orphans } from "../integrity/integrity";
-import { DATABASE_FILE, makeFolder, openForReading } from "./sqlite-database";
+import { DATABASE_FILE } from "./location";
+import { makeFolder, openForReading } from "./sqlite-database";
 
 /** The file written last into a backup's folder: a folder without it holds no finished backup. */
 export const MANIFEST = "backup.json";
@@ -29,16 +29,6 @@ export interface Backup {
 	bytes: number;
 	/** Games of the copy whose category or author it lacks (none, unless the database itself has such games). */
 	orphans: number;
-}
-
-/** Why this configuration leaves no database to back up (MongoDB, memory), or undefined when it keeps one. */
-export function noFilesToBackUp({ mongoUri, storage }: Pick<CatalogueConfig, "mongoUri" | "storage">): string | undefined {
-	if (mongoUri)
-		return (
-			"MONGO_URI is set: the records are in MongoDB, not in files here. Back it up with `mongodump --oplog` and restore it " +
-			'with `mongorestore --oplogReplay` (docs/operations.md, "Backups"; not tried with this catalogue: no MongoDB ran where it was built).'
-		);
-	return storage === "memory" ? "STORAGE=memory keeps no files: there is nothing to back up." : undefined;
 }
 
 /** Flushes a folder's entries (the renames and removals in it) to the disk. */

@@ -6,14 +6,12 @@ import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
+import { databaseFile } from "./location";
 
-export const DATABASE_FILE = "catalogue.sqlite";
 /** The file whose SQLite lock says which processes have the database open (`Holding`). */
 const LOCK_FILE = "catalogue.lock";
 /** What `catalogue_meta` says a catalogue's database is; a file without it is not one. */
 const FORMAT = "game-catalogue 1";
-
-export const databaseFile = (dataDir: string) => path.join(dataDir, DATABASE_FILE);
 
 /** How long a write waits for another process's write to end before it fails (replicas sharing a file). */
 const BUSY_WAIT_MS = 5000;

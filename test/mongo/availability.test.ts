@@ -1,5 +1,5 @@
 import { readConfig } from "../../lib/config/config";
-import { describeStorage } from "../../lib/storage/adapter";
+import { describeStorage } from "../../lib/storage/location";
 import { notRunBanner } from "../support/not-run";
 import { testDatabaseName, withDatabase } from "./database";
 

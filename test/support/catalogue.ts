@@ -7,7 +7,7 @@ import { generationsKey } from "../../lib/cache/keys";
 import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
 import { config } from "../../lib/config/config";
 import brokerOptions from "../../moleculer.config";
-import { describeStorage } from "../../lib/storage/adapter";
+import { describeStorage } from "../../lib/storage/location";
 import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -173,7 +173,7 @@ export async function startCatalogue({
 		await within(
 			START_TIMEOUT_MS,
 			starting,
-			`the catalogue (${topology}, storage: ${describeStorage()}, cache: ${cache}) did not start`,
+			`the catalogue (${topology}, storage: ${describeStorage(config)}, cache: ${cache}) did not start`,
 		);
 	} catch (err) {
 		await within(5000, Promise.all(brokers.map(each => each.stop())), "").catch(() => undefined);

@@ -4,8 +4,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { backupDataDir, backupText, MANIFEST, noFilesToBackUp } from "../../lib/storage/backup";
-import { DATABASE_FILE, openDatabase, type Database } from "../../lib/storage/sqlite-database";
+import { backupDataDir, backupText, MANIFEST } from "../../lib/storage/backup";
+import { DATABASE_FILE, noFilesToBackUp } from "../../lib/storage/location";
+import { openDatabase, type Database } from "../../lib/storage/sqlite-database";
 import { withTables } from "../support/sqlite";
 
 // lib/storage/backup.ts on a SQLite database this process holds open and writes, as the REPL's node does.

@@ -7,14 +7,8 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { waitFor } from "../support/process";
 import { withTables } from "../support/sqlite";
-import {
-	DATABASE_FILE,
-	DataDirInUse,
-	openDatabase,
-	openForReading,
-	UnusableDataDir,
-	type Holding,
-} from "../../lib/storage/sqlite-database";
+import { DATABASE_FILE } from "../../lib/storage/location";
+import { DataDirInUse, openDatabase, openForReading, UnusableDataDir, type Holding } from "../../lib/storage/sqlite-database";
 
 // Which processes may open a DATA_DIR's database, and the folders it refuses. Another catalogue
 // process is played by a child process that takes the lock file's SQLite lock the way

@@ -5,7 +5,8 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { ServiceBroker, type Service } from "moleculer";
 import { isDuplicateId } from "../../lib/storage/adapter";
 import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqlite-adapter";
-import { DATABASE_FILE, openDatabase, openForReading } from "../../lib/storage/sqlite-database";
+import { DATABASE_FILE } from "../../lib/storage/location";
+import { openDatabase, openForReading } from "../../lib/storage/sqlite-database";
 import { orderBy, where } from "../../lib/storage/sqlite-query";
 
 // The SQLite adapter on a real DATA_DIR, as moleculer-db drives it.
