@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { CatalogueConfig } from "../lib/config/config";
-import type { SignInDoc } from "../lib/http/openapi-security";
+import { WRITE_METHODS, type SignInDoc } from "../lib/http/openapi-security";
 import type { Need } from "../lib/sign-in/sign-in";
 
 /** The whole HTTP surface: only these paths reach the services. */
@@ -46,9 +46,6 @@ export const routeAliases = [
 	{ path: "/docs", aliases: docsAliases },
 ];
 
-/** The methods that change the catalogue (POST /author is a search): with API_TOKEN set they need it. */
-const WRITES = new Set(["PUT", "DELETE"]);
-
 /**
  * What a request through `alias` needs of its sender (lib/sign-in/sign-in.ts): writes need API_TOKEN
  * or the write role once either is configured, reads a signed-in user with AUTH_READS=user; the
@@ -59,7 +56,7 @@ export function needOf(
 	{ apiToken, signIn }: Pick<CatalogueConfig, "apiToken" | "signIn">,
 ): Need {
 	if (String(alias.action).startsWith("api.")) return "nothing";
-	if (WRITES.has(alias.method)) return apiToken !== null || signIn !== null ? "writer" : "nothing";
+	if (WRITE_METHODS.has(alias.method)) return apiToken !== null || signIn !== null ? "writer" : "nothing";
 	return signIn?.reads === "user" ? "user" : "nothing";
 }
 

@@ -1,20 +1,14 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import etag from "etag";
-import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
-import serveStatic from "serve-static";
-import vary from "vary";
-import getAbsoluteFSPath from "swagger-ui-dist/absolute-path";
 import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
-import { HttpAnswer, sourcesOf, type HttpWish } from "../lib/cache/answers";
-import { etagOf, heldTags } from "../lib/cache/keys";
 import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
 import { clientAddressOf } from "../lib/http/client-address";
 import { rateLimitSettings } from "../lib/http/rate-limit";
-import { DOCS_ASSETS, DOCS_PAGE, DOCS_SCRIPT } from "../lib/http/docs-page";
-import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "../lib/http/compression";
+import { docsActions, docsRoute } from "../lib/http/docs-page";
+import { sentAnswer, wishOf, type ResponseMeta } from "../lib/http/sent-answers";
 import { toFailure } from "../lib/http/failures";
 import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
@@ -26,39 +20,19 @@ import {
 	assignRequestId,
 	checkJsonBody,
 	conditionalOnlyForReads,
-	docsSecurityHeaders,
 	limitUrlLength,
 	queryOnlyForReads,
 	refuseOptions,
 	securityHeaders,
-	serveOnly,
 } from "../lib/http/http-guards";
 import { info, operations, params, schemas } from "./api.docs";
 import { aliases, corsPolicy, docsAliases, needOf, retryAfter, routeAliases, signInDoc } from "./api.routes";
-
-/** What an action or a hook tells moleculer-web about the answer; what the gateway asks of a cached read (lib/cache/answers.ts). */
-type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string>; $http?: HttpWish };
 
 /** The node's answer to a health path, its status included: a 503 here is an answer, not a failure. */
 async function health(service: Service, ctx: Context<unknown, ResponseMeta>, path: HealthPath) {
 	const { status, body } = await brokerHealth(service.broker, path);
 	if (status !== 200) ctx.meta.$statusCode = status;
 	return body;
-}
-
-/** moleculer-web's notes on a routed request: the action it leads to. */
-type RoutedRequest = IncomingMessage & { $action?: ActionSchema };
-
-/** A cached read's answer as the cache keeps it: tagged (a GET), then its bytes, or a 304 when the client's tag is current. */
-function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): Buffer | null {
-	if (req.method === "GET") res.setHeader("ETag", etagOf(answer.tag));
-	if (answer.body === null) {
-		ctx.meta.$statusCode = 304;
-		return null;
-	}
-	ctx.meta.$responseType = "application/json; charset=utf-8";
-	if (answer.encoding) ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": answer.encoding };
-	return answer.body;
 }
 
 /** How long a request may take to arrive, headers and body; then 408 (lib/http/http-guards.ts). */
@@ -120,51 +94,21 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					// stops listening.
 					callOptions: { tracking: false },
 					// A cached read is looked up where it is called, and answers the gateway with its bytes as
-					// sent (lib/cache/answers.ts): in the encoding the client accepts, or nothing when the
-					// client's tag is current (a 304). Searches (POST) ignore the tags they are sent.
-					onBeforeCall(this: Service, ctx: Context<unknown, ResponseMeta>, _route: unknown, req: RoutedRequest) {
-						if (!this.broker.cacher || !req.$action || !sourcesOf(req.$action)) return;
-						const held = req.method === "GET" ? heldTags(req.headers["if-none-match"], req.headers["cache-control"]) : [];
-						ctx.meta.$http = { encoding: chosenEncoding(req.headers), held };
+					// sent; any other answer is tagged and compressed here (lib/http/sent-answers.ts).
+					onBeforeCall(this: Service, ctx: Context<unknown, ResponseMeta>, _route: unknown, req: IncomingMessage) {
+						if (this.broker.cacher) wishOf(ctx, req);
 					},
-					// A GET the cache did not tag gets a weak tag of its JSON (as Express gives); JSON of 1 KB or
-					// more goes compressed to a client whose Accept-Encoding asks for br or gzip
-					// (lib/http/compression.ts). Other answers go as they are: a client that asks for no encoding gets
-					// what it always did, and writes and searches, which never answer 304, are not hashed.
-					async onAfterCall(
+					onAfterCall(
 						ctx: Context<unknown, ResponseMeta>,
 						_route: unknown,
 						req: IncomingMessage,
 						res: ServerResponse,
 						data: unknown,
 					) {
-						vary(res, "Accept-Encoding");
-						if (data instanceof HttpAnswer) return sendAsKept(ctx, req, res, data);
-						const encoding = chosenEncoding(req.headers);
-						// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.
-						const untagged = req.method === "GET" && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
-						if ((encoding === null && !untagged) || data == null) return data;
-						const json = JSON.stringify(data);
-						ctx.meta.$responseType = "application/json; charset=utf-8";
-						if (untagged) res.setHeader("ETag", etag(json, { weak: true }));
-						if (encoding === null || Buffer.byteLength(json) < COMPRESS_FROM_BYTES) return json;
-						ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": encoding };
-						return compress(json, encoding);
+						return sentAnswer(ctx, req, res, data);
 					},
 				},
-				{
-					// The docs page and the swagger-ui-dist files it loads, under a Content-Security-Policy of its own.
-					path: "/docs",
-					mappingPolicy: "restrict",
-					autoAliases: false,
-					aliases: docsAliases,
-					// The same URL limit as the catalogue's paths: the document lists 414 on every operation.
-					use: [limitUrlLength, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
-					// The page and its script get moleculer-web's weak tag of their text; serve-static tags the files.
-					etag: "weak",
-					rateLimit: rateLimitPolicy("docs"),
-					callOptions: { tracking: false },
-				},
+				docsRoute(docsAliases, rateLimitPolicy("docs")),
 			],
 			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/http/failures.ts.
 			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
@@ -204,29 +148,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			addRoute: { visibility: "protected" },
 			removeRoute: { visibility: "protected" },
 
-			// The OpenAPI 3.1 document of every route above (lib/http/openapi.ts, services/api.docs.ts).
-			openapi: {
-				visibility: "published",
-				handler: () => document,
-			},
-
-			// The docs page's HTML (lib/http/docs-page.ts).
-			docsPage: {
-				visibility: "published",
-				handler: (ctx: Context<unknown, { $responseType?: string }>) => {
-					ctx.meta.$responseType = "text/html; charset=utf-8";
-					return DOCS_PAGE;
-				},
-			},
-
-			// The docs page's script, which starts Swagger UI on /openapi.json.
-			docsScript: {
-				visibility: "published",
-				handler: (ctx: Context<unknown, { $responseType?: string }>) => {
-					ctx.meta.$responseType = "text/javascript; charset=utf-8";
-					return DOCS_SCRIPT;
-				},
-			},
+			// GET /openapi.json, the docs page and its script (lib/http/docs-page.ts).
+			...docsActions(document),
 		},
 		methods: {
 			// The request's sender (ctx.meta.user, which every service called sees) when the request needs

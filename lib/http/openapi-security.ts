@@ -17,7 +17,8 @@ export interface SignInDoc {
 	need(alias: { method: string; action: string }): Need;
 }
 
-const WRITES = new Set(["put", "delete"]);
+/** The methods that change the catalogue (POST /author is a search): with API_TOKEN or sign-in set they need it. */
+export const WRITE_METHODS: ReadonlySet<string> = new Set(["PUT", "DELETE"]);
 
 const failure = (description: string, messages: string[], headers: JsonSchema): JsonSchema => ({
 	description,
@@ -86,7 +87,7 @@ export function operationSecurity(
 	const need = sign.need({ method: method.toUpperCase(), action });
 	// Without either, writes are open: the document still shows where API_TOKEN would go.
 	if (need === "nothing")
-		return WRITES.has(method) && !sign.apiToken && !sign.provider
+		return WRITE_METHODS.has(method.toUpperCase()) && !sign.apiToken && !sign.provider
 			? { security: [{ bearerToken: [] }, {}], responses: { 401: ref("Unauthorized") } }
 			: { responses: {} };
 	const schemes = [...(sign.apiToken ? ["bearerToken"] : []), ...(sign.provider ? ["signIn"] : [])];

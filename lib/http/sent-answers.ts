@@ -1,0 +1,60 @@
+/**
+ * How the gateway sends an action's answer: a cached read as the cache keeps it (its bytes in the
+ * encoding the client accepts, or a 304 when the client's tag is current), any other GET with a
+ * weak tag of its JSON, and JSON of 1 KB or more compressed for a client that asks for br or gzip.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import etag from "etag";
+import type { ActionSchema, Context } from "moleculer";
+import vary from "vary";
+import { HttpAnswer, sourcesOf, type HttpWish } from "../cache/answers";
+import { etagOf, heldTags } from "../cache/keys";
+import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "./compression";
+
+/** What an action or a hook tells moleculer-web about the answer; what the gateway asks of a cached read (lib/cache/answers.ts). */
+export type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string>; $http?: HttpWish };
+
+/** moleculer-web's notes on a routed request: the action it leads to. */
+type RoutedRequest = IncomingMessage & { $action?: ActionSchema };
+
+/**
+ * Before a cached read is called: what the client accepts and which tags it holds, so that the
+ * read answers with its bytes as sent. Searches (POST) ignore the tags they are sent.
+ */
+export function wishOf(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage): void {
+	const { $action } = req as RoutedRequest;
+	if (!$action || !sourcesOf($action)) return;
+	const held = req.method === "GET" ? heldTags(req.headers["if-none-match"], req.headers["cache-control"]) : [];
+	ctx.meta.$http = { encoding: chosenEncoding(req.headers), held };
+}
+
+/** A cached read's answer as the cache keeps it: tagged (a GET), then its bytes, or a 304 when the client's tag is current. */
+function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): Buffer | null {
+	if (req.method === "GET") res.setHeader("ETag", etagOf(answer.tag));
+	if (answer.body === null) {
+		ctx.meta.$statusCode = 304;
+		return null;
+	}
+	ctx.meta.$responseType = "application/json; charset=utf-8";
+	if (answer.encoding) ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": answer.encoding };
+	return answer.body;
+}
+
+/**
+ * The body to send for `data`. Answers other than a cached read's go as they are to a client that
+ * asks for no encoding, and writes and searches, which never answer 304, are not hashed.
+ */
+export function sentAnswer(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, res: ServerResponse, data: unknown): unknown {
+	vary(res, "Accept-Encoding");
+	if (data instanceof HttpAnswer) return sendAsKept(ctx, req, res, data);
+	const encoding = chosenEncoding(req.headers);
+	// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.
+	const untagged = req.method === "GET" && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
+	if ((encoding === null && !untagged) || data == null) return data;
+	const json = JSON.stringify(data);
+	ctx.meta.$responseType = "application/json; charset=utf-8";
+	if (untagged) res.setHeader("ETag", etag(json, { weak: true }));
+	if (encoding === null || Buffer.byteLength(json) < COMPRESS_FROM_BYTES) return json;
+	ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": encoding };
+	return compress(json, encoding);
+}
