@@ -9,7 +9,7 @@ import { drainGateway } from "./middlewares/drain.middleware";
 import { natsReconnects } from "./middlewares/nats-reconnects.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
-import { signedInWrites } from "./middlewares/signed-in-writes.middleware";
+import { writeAudit } from "./middlewares/write-audit.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { catalogueCommands } from "./repl/commands";
 
@@ -30,7 +30,7 @@ const brokerOptions: BrokerOptions = {
 	// Fault tolerance, chosen on purpose (docs/operations.md, "Fault tolerance"). moleculer waits for ever by
 	// default: a call lost with a node or a NATS connection would hold its HTTP request open.
 	requestTimeout: config.requestTimeoutMs,
-	// Retries stay off here: only actions that are safe to repeat turn them on (`readOnly`). A
+	// Retries stay off here: only actions that are safe to repeat turn them on (`safeToRetry`). A
 	// timed-out call is not repeated: its client has waited long enough.
 	retryPolicy: {
 		enabled: false,
@@ -56,7 +56,7 @@ const brokerOptions: BrokerOptions = {
 		drainGateway(config.requestTimeoutMs),
 		noSecretsInOptions,
 		natsReconnects,
-		signedInWrites,
+		writeAudit,
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import DbService, { type DbServiceSettings } from "moleculer-db";
-import type { ClaimStore } from "../lib/integrity/claims";
+import type { ClaimStore } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
 import { errorHooks, notFound, writesRefused } from "../lib/catalogue/errors";
 import { actionParams, storeIndexes, type Kind } from "../lib/catalogue/kind";
@@ -51,7 +51,7 @@ export interface Store<T extends Row = Row> {
 }
 
 /**
- * The service's records as the claims of lib/integrity/claims.ts reach them; `visible` is what a record must
+ * The service's records as the claims of lib/integrity/write-claims.ts reach them; `visible` is what a record must
  * match to count as existing (games hide their drafts).
  */
 export function claimStore(store: Store, visible: Record<string, unknown> = {}): ClaimStore {
@@ -78,7 +78,7 @@ export interface DbOptions {
  * stopping, was cut off or was busy is sent again, to another node when there is one. Writes
  * never carry it (docs/operations.md, "Fault tolerance").
  */
-export const readOnly = { retryPolicy: { enabled: true, retries: 2, delay: 100, maxDelay: 400, factor: 2 } };
+export const safeToRetry = { retryPolicy: { enabled: true, retries: 2, delay: 100, maxDelay: 400, factor: 2 } };
 
 /** moleculer-db's storage methods without its actions: each service publishes its own. */
 const storageOnly: Partial<ServiceSchema> = {
@@ -101,7 +101,7 @@ export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
 		actions: {
 			// The record with that id, or with `mapping`, a map id -> record of those that exist.
 			get: {
-				...readOnly,
+				...safeToRetry,
 				cache: cachedFrom(collection),
 				params: actionParams(kind).get,
 				handler(ctx: Context<{ id: string | string[]; mapping?: boolean }>) {
@@ -124,7 +124,7 @@ export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
 
 			// How many records the collection holds. For operators (the REPL): not on HTTP.
 			count: {
-				...readOnly,
+				...safeToRetry,
 				visibility: "public",
 				handler(): Promise<number> {
 					return this.adapter.count({});

@@ -1,5 +1,5 @@
 import type { Context } from "moleculer";
-import { claim, release, unclaimed, type ClaimOptions } from "../lib/integrity/claims";
+import { claim, release, unclaimed, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
 import { inUse, notFound } from "../lib/catalogue/errors";
 import { actionParams, type Kind } from "../lib/catalogue/kind";

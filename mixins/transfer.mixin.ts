@@ -4,7 +4,7 @@ import { asUpdate, fileRules, type Kind } from "../lib/catalogue/kind";
 import { EXPORT_PAGE, TRANSFER_BATCH, type StoredRecord } from "../lib/transfer/format";
 import type { ImportTally } from "../lib/transfer/import";
 import { isDuplicateId } from "../lib/storage/adapter";
-import { readOnly, type CatalogueSchema, type Row } from "./db.mixin";
+import { safeToRetry, type CatalogueSchema, type Row } from "./db.mixin";
 
 export interface TransferOptions {
 	kind: Kind;
@@ -29,7 +29,7 @@ export function transferable({ kind, visible = {} }: TransferOptions) {
 		actions: {
 			// Up to `limit` records in id order after the id `after`, or those of `ids` that exist.
 			exportPage: {
-				...readOnly,
+				...safeToRetry,
 				visibility: "public",
 				params: {
 					$$strict: "remove",

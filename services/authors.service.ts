@@ -3,7 +3,7 @@ import { actionParams, fieldNames, sortOf } from "../lib/catalogue/kind";
 import { AUTHOR } from "../lib/catalogue/kinds";
 import { effectivePage, listParams, sortKeys, type Page } from "../lib/catalogue/page";
 import { cachedFrom } from "../mixins/cache.mixin";
-import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
+import { dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./authors.types";
@@ -20,7 +20,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 	actions: {
 		// Every author, ordered by id (creation order).
 		list: {
-			...readOnly,
+			...safeToRetry,
 			cache: cachedFrom("authors"),
 			params: params.list,
 			handler(ctx: Context): Promise<Author[]> {
@@ -30,7 +30,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 
 		// One page of authors, sorted as asked (by name when no property is given).
 		page: {
-			...readOnly,
+			...safeToRetry,
 			cache: cachedFrom("authors"),
 			params: params.page,
 			async handler(ctx: Context<AuthorPageRequest>): Promise<Page<Author>> {

@@ -3,7 +3,7 @@ import { actionParams, fieldNames } from "../lib/catalogue/kind";
 import { CATEGORY } from "../lib/catalogue/kinds";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
-import { dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
+import { dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./categories.types";
@@ -19,7 +19,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 	actions: {
 		// Categories ordered by id; `name` keeps those whose name contains it, ignoring case.
 		list: {
-			...readOnly,
+			...safeToRetry,
 			cache: cachedFrom("categories"),
 			params: params.list,
 			handler(ctx: Context<CategoryFilter>): Promise<Category[]> {

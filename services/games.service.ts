@@ -1,7 +1,7 @@
 import uniq from "lodash/uniq";
 import type { Context } from "moleculer";
 import { firstFailure } from "../lib/catalogue/checks";
-import { claim, release, type ClaimOptions } from "../lib/integrity/claims";
+import { claim, release, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
 import { notFound, texts } from "../lib/catalogue/errors";
 import { gameSearch, type GameSearch } from "../lib/catalogue/game-search";
@@ -11,7 +11,7 @@ import { actionParams, fieldNames, sortOf, storedOf } from "../lib/catalogue/kin
 import { GAME } from "../lib/catalogue/kinds";
 import { effectivePage, listParams, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
 import { cachedFrom } from "../mixins/cache.mixin";
-import { claimStore, dbMixin, readOnly, type CatalogueSchema } from "../mixins/db.mixin";
+import { claimStore, dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { importedGames } from "../mixins/imported-games.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
@@ -37,7 +37,7 @@ async function existingIds(ctx: Context, service: "categories" | "authors", ids:
 const changing: ClaimOptions = { field: "change", leaseMs: config.claimLeaseMs };
 
 /** Games that are not drafts: a game being created is hidden until its references are checked. */
-const published = { draft: { $exists: false } };
+const notDraft = { draft: { $exists: false } };
 
 const unknownGame = notFound(texts.gameNotFound);
 
@@ -56,7 +56,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		dbMixin({ kind: GAME, leading: ["draft"], sparseIndexes: ["draft", "change.category", "change.author", "change.at"] }),
 		// Before transferable: its createImported replaces the plain insert.
 		importedGames,
-		transferable({ kind: GAME, visible: published }),
+		transferable({ kind: GAME, visible: notDraft }),
 	],
 	settings: {
 		fields: fieldNames(GAME),
@@ -66,25 +66,25 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// Games whose title matches the `title` pattern and whose category is `idCategory`, ordered
 		// by id, with full category and author records; 400 for a pattern that is not valid or too complex.
 		list: {
-			...readOnly,
+			...safeToRetry,
 			// The answer embeds categories and authors: their writes make it stale too.
 			cache: cachedFrom("games", "authors", "categories"),
 			params: params.list,
 			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
-				return this.withReferences(ctx, await this.searchGames(gameSearch(ctx.params, published), BY_ID));
+				return this.withReferences(ctx, await this.searchGames(gameSearch(ctx.params, notDraft), BY_ID));
 			},
 		},
 
 		// One page of the games GET /game would list with the same filters, sorted as asked (by id
 		// when no property is given), with full category and author records; 400 as GET /game.
 		page: {
-			...readOnly,
+			...safeToRetry,
 			cache: cachedFrom("games", "authors", "categories"),
 			params: params.page,
 			async handler(ctx: Context<GamePageRequest>): Promise<Page<ListedGame>> {
 				const { pageable, ...filters } = ctx.params;
 				const page = effectivePage(pageable);
-				const search = gameSearch(filters, published);
+				const search = gameSearch(filters, notDraft);
 				const sort = sortKeys(pageable.sort, gameSort);
 				if (!search.title) {
 					const { rows, total } = await this._list<ListedGame>(ctx, {
@@ -133,7 +133,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const game = storedOf(GAME, body);
 				const references = { category: game.category, author: game.author };
 				const token = newToken();
-				const games = claimStore(this, published);
+				const games = claimStore(this, notDraft);
 				if (!(await claim(games, id, token, changing, references))) throw unknownGame();
 				try {
 					await this.checkReferences(ctx, references);
@@ -156,8 +156,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			params: params.remove,
 			async handler(ctx: Context<{ id: string }>): Promise<{ game: Game }> {
 				const { id } = ctx.params;
-				const stored = await this.adapter.findOne({ _id: id, ...published });
-				if (!stored || (await this.adapter.removeMany({ _id: id, ...published })) === 0) throw unknownGame();
+				const stored = await this.adapter.findOne({ _id: id, ...notDraft });
+				if (!stored || (await this.adapter.removeMany({ _id: id, ...notDraft })) === 0) throw unknownGame();
 				const game = await this.transformDocuments(ctx, {}, stored);
 				await this.entityChanged("removed", game, ctx);
 				return { game };
@@ -167,10 +167,10 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// Games whose category or author no longer exists, each with what is missing. For
 		// operators (the REPL's integrity check): not on HTTP.
 		orphans: {
-			...readOnly,
+			...safeToRetry,
 			visibility: "public",
 			async handler(ctx: Context): Promise<OrphanGame[]> {
-				const games = await this._find(ctx, { query: published, sort: ["_id"] });
+				const games = await this._find(ctx, { query: notDraft, sort: ["_id"] });
 				const [categories, authors] = await Promise.all([
 					existingIds(
 						ctx,

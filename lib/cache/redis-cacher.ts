@@ -217,22 +217,22 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 				return found;
 			case "held": {
 				const answer = encoded ? { ...held!, [encoding]: encoded } : held!;
-				if (encoded) this.nearly(name, found.key, answer);
+				if (encoded) this.keepNear(name, found.key, answer);
 				return { ...found, answer };
 			}
 		}
 		const answer: StoredAnswer = { json: json!, ...(encoding && encoded && { [encoding]: encoded }) };
-		this.nearly(name, found.key, answer);
+		this.keepNear(name, found.key, answer);
 		return { ...found, answer };
 	}
 
 	/** Keeps `answer` beside Redis too, as the latest of `name`. */
-	private nearly(name: string, key: string, answer: StoredAnswer): void {
+	private keepNear(name: string, key: string, answer: StoredAnswer): void {
 		this.near?.set(name, { key, answer });
 	}
 
 	async keep(name: string, key: string, answer: StoredAnswer): Promise<void> {
-		this.nearly(name, key, answer);
+		this.keepNear(name, key, answer);
 		const forms = Object.entries(answer).flat();
 		const results = await this.client
 			.multi()
@@ -245,7 +245,7 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 
 	addEncoding(name: string, key: string, encoding: Encoding, bytes: Buffer): Promise<number> {
 		const held = this.near?.peek(name);
-		if (held?.key === key && !held.answer[encoding]) this.nearly(name, key, { ...held.answer, [encoding]: bytes });
+		if (held?.key === key && !held.answer[encoding]) this.keepNear(name, key, { ...held.answer, [encoding]: bytes });
 		return this.client.catalogueAddEncoding(key, encoding, bytes);
 	}
 

@@ -24,5 +24,5 @@ function pooledRandom(): number {
  */
 export const newId: () => string = monotonicFactory(pooledRandom);
 
-/** A claim's token (lib/integrity/claims.ts): unique, never sorted. Cheaper than a ULID, whose 16 random characters are drawn one by one. */
+/** A claim's token (lib/integrity/write-claims.ts): unique, never sorted. Cheaper than a ULID, whose 16 random characters are drawn one by one. */
 export const newToken: () => string = randomUUID;

@@ -1,7 +1,7 @@
 import { ServiceBroker } from "moleculer";
 import { config } from "../../lib/config/config";
 import { loggerOptions } from "../../lib/observability/observability";
-import { signedInWrites } from "../../middlewares/signed-in-writes.middleware";
+import { writeAudit } from "../../middlewares/write-audit.middleware";
 import { apiService } from "../../services/api.service";
 import { gatewayApi } from "../support/catalogue";
 import { waitFor } from "../support/process";
@@ -9,7 +9,7 @@ import { waitFor } from "../support/process";
 // The gateway's own log lines in JSON (docs/observability.md): one per request, and the log of
 // a failure it answers 500, each with the request's id. A categories service that breaks on
 // purpose stands in for the real one. Writes need API_TOKEN here: who sent one is in its line, and
-// in the line the data service writes (middlewares/signed-in-writes.middleware.ts).
+// in the line the data service writes (middlewares/write-audit.middleware.ts).
 
 const TOKEN = "access-log-token-0123456789";
 
@@ -19,7 +19,7 @@ const printed: string[] = [];
 beforeAll(async () => {
 	for (const stream of [process.stdout, process.stderr])
 		jest.spyOn(stream, "write").mockImplementation(chunk => (printed.push(String(chunk).trimEnd()), true));
-	broker = new ServiceBroker({ logger: loggerOptions({ logFormat: "json" }), logLevel: "info", middlewares: [signedInWrites] });
+	broker = new ServiceBroker({ logger: loggerOptions({ logFormat: "json" }), logLevel: "info", middlewares: [writeAudit] });
 	broker.createService(apiService({ ...config, port: 0, apiToken: TOKEN }));
 	broker.createService({
 		name: "categories",

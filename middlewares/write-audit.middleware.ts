@@ -19,8 +19,8 @@ function recordId(ctx: WriteContext, answer: unknown): unknown {
  * gateway's `ctx.meta.user`, which crosses NATS with the call) is logged on the data service's own
  * node with the sender and the record's id, beside the gateway's access log line.
  */
-export const signedInWrites: Middleware = {
-	name: "SignedInWrites",
+export const writeAudit: Middleware = {
+	name: "WriteAudit",
 	localAction(next: ActionHandler, action: ActionSchema) {
 		const { rawName, service } = action as ActionSchema & { rawName?: string; service?: Service };
 		if (!service || !WRITES.has(rawName ?? "") || !(DATA_SERVICE_NAMES as readonly string[]).includes(service.name)) return next;

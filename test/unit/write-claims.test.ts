@@ -1,5 +1,5 @@
 import { ServiceBroker } from "moleculer";
-import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/integrity/claims";
+import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/integrity/write-claims";
 import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import { stillPending } from "../support/catalogue";
 
