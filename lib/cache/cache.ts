@@ -5,9 +5,9 @@ import { RedisAnswers } from "./redis-cacher";
 
 /**
  * The largest share of the in-memory cache one answer may take: a bigger one is served but not
- * kept, so no single list can push every other answer out. Half: under the default 64 MB, the
- * full `GET /game` of 100,000 games (22 MB of JSON, and its compressed forms) is kept, not made
- * again for every client that asks (docs/caching.md).
+ * kept, so no single list can push every other answer out. Half, so that the full `GET /game` of
+ * a big catalogue, with its compressed forms, is still kept under the default bound rather than
+ * made again for every client that asks (docs/caching.md gives the sizes).
  */
 export const MEMORY_CACHE_ENTRY_SHARE = 1 / 2;
 

@@ -11,8 +11,8 @@ const CLOSE = Buffer.from("]");
  * The bytes of `JSON.stringify(value)`, made without holding the event loop for a long list:
  * an array of more than `step` items is serialized `step` items at a time, with a turn of the event
  * loop between, and the pieces joined (an array's JSON is its items' JSON between brackets, comma
- * separated). The 22 MB list of 100,000 games took the loop about 100 ms in one call. Undefined
- * where JSON.stringify answers undefined.
+ * separated): one call on the list of a big catalogue holds the loop (docs/performance.md).
+ * Undefined where JSON.stringify answers undefined.
  */
 export async function jsonInSteps(value: unknown, step = JSON_STEP): Promise<Buffer | undefined> {
 	if (!Array.isArray(value) || value.length <= step) {

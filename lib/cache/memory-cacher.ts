@@ -24,8 +24,8 @@ export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
 	/**
 	 * Of each answer kept, its name; of each name, the key its answer was last kept under. A write
 	 * makes every answer made of it unreachable (its key names the old generations), so keeping an
-	 * answer drops the one kept before under the same name: the cache holds one 22 MB list of
-	 * 100,000 games, not one per write until the bytes run out. Both forget what the cache drops.
+	 * answer drops the one kept before under the same name: the cache holds one list of every game,
+	 * not one per write until the bytes run out. Both forget what the cache drops.
 	 */
 	private readonly nameOf = new Map<string, string>();
 	private readonly lastKey = new Map<string, string>();

@@ -40,7 +40,7 @@ const SQLITE_IOERR = 10;
 const SQLITE_FULL = 13;
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
-/** A row as moleculer-db takes a record; no copy of it is made (100,000 of them make a game list). */
+/** A row as moleculer-db takes a record; no copy of it is made (a list of every game makes one per game). */
 const toDoc = ({ _id, doc }: Row): Doc => Object.assign(JSON.parse(doc) as Doc, { _id });
 
 /**
@@ -97,9 +97,8 @@ export class SqliteAdapter {
 	/**
 	 * The table: `_id`, `doc`, and a column per indexed field, which the adapter writes with `doc`
 	 * and again only when an update names the field, so that an update rewrites only the indexes
-	 * of the fields it writes (a generated column, recomputed from `doc`, rewrote all nine of
-	 * `games` in every update). Its indexes: each filtered field, the sparse ones over the records
-	 * that have the field, and each order of the pages.
+	 * of the fields it writes (docs/storage.md). Its indexes: each filtered field, the sparse ones
+	 * over the records that have the field, and each order of the pages.
 	 */
 	private prepareTable(): void {
 		const { dataDir, collection, indexes, sparseIndexes, orders } = this.options;

@@ -111,8 +111,7 @@ function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSy
 	const db = new DatabaseSync(file, { readOnly: options.readOnly ?? false, timeout: BUSY_WAIT_MS });
 	try {
 		// For a new file: each write rewrites a page per index it touches, and the log takes whole
-		// pages. 2 KB pages halved a game update's cost against the default 4 KB, and kept pages at
-		// 100,000 games within their targets (1 KB doubled their time): docs/performance.md.
+		// pages; smaller pages make writes cheaper and long reads dearer (docs/performance.md).
 		db.exec("PRAGMA page_size = 2048");
 		db.exec("PRAGMA synchronous = NORMAL");
 		db.function("catalogue_matches", { deterministic: true }, (value, source, flags) =>

@@ -8,10 +8,10 @@ import { fileRules, type Kind as KindDefinition, type RecordOf } from "../catalo
 import { KINDS as DEFINED_KINDS } from "../catalogue/kinds";
 import type { DataServiceName } from "../catalogue/services";
 
-/** Records per call of a service, both ways: a page of an export, a batch of an import (about 100 KB of games). */
+/** Records per call of a service, both ways: a page of an export, a batch of an import. */
 export const TRANSFER_BATCH = 500;
 
-/** Records per page of an export (about 400 KB of games): few round trips through the cluster, each a bounded message. */
+/** Records per page of an export: few round trips through the cluster, each a bounded message. */
 export const EXPORT_PAGE = 2000;
 
 export const FORMAT = "game-catalogue";
