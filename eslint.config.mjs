@@ -42,7 +42,7 @@ export default tseslint.config(
 	{
 		files: ["**/*.js", "**/*.mjs"],
 		extends: [tseslint.configs.disableTypeChecked],
-		languageOptions: { globals: { module: "readonly", require: "readonly", process: "readonly" } },
+		languageOptions: { globals: { module: "readonly", require: "readonly", process: "readonly", console: "readonly" } },
 	},
 	prettier,
 );

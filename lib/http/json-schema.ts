@@ -19,7 +19,7 @@ export interface RuleObject {
 	props?: Params;
 	items?: Rule;
 	values?: readonly unknown[];
-	/** lib/params.ts wholeNumber: a whole number min..max, or the same as text. */
+	/** lib/catalogue/params.ts wholeNumber: a whole number min..max, or the same as text. */
 	wholeNumber?: { min: number; max: number; text: string };
 }
 
@@ -90,7 +90,7 @@ export function ruleSchema(rule: Rule): JsonSchema {
 				...(object.max !== undefined && { maxItems: object.max }),
 			};
 	}
-	throw new Error(`lib/json-schema.ts cannot document a fastest-validator rule of type "${object.type}"`);
+	throw new Error(`lib/http/json-schema.ts cannot document a fastest-validator rule of type "${object.type}"`);
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document of the gateway, built from its alias tables, the actions' `params`
- * (lib/json-schema.ts) and a documentation entry per action. Nothing here is typed twice: paths
- * come from the aliases, fields from the validation rules, error texts from lib/errors.ts.
+ * (lib/http/json-schema.ts) and a documentation entry per action. Nothing here is typed twice: paths
+ * come from the aliases, fields from the validation rules, error texts from lib/catalogue/errors.ts.
  */
 import Validator from "fastest-validator";
 import cloneDeep from "lodash/cloneDeep";
@@ -108,7 +108,7 @@ const failureSchema: JsonSchema = {
 	required: ["msg"],
 };
 
-/** The 400 a request that fails `params` gets from the gateway (lib/failures.ts), computed by fastest-validator itself. */
+/** The 400 a request that fails `params` gets from the gateway (lib/http/failures.ts), computed by fastest-validator itself. */
 function validationAnswer(
 	params: Params,
 	request: Record<string, unknown>,
