@@ -171,17 +171,10 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			visibility: "public",
 			async handler(ctx: Context): Promise<OrphanGame[]> {
 				const games = await this._find(ctx, { query: notDraft, sort: ["_id"] });
+				const referred = (field: "category" | "author") => games.map(game => game[field]);
 				const [categories, authors] = await Promise.all([
-					existingIds(
-						ctx,
-						"categories",
-						games.map(game => game.category),
-					),
-					existingIds(
-						ctx,
-						"authors",
-						games.map(game => game.author),
-					),
+					existingIds(ctx, "categories", referred("category")),
+					existingIds(ctx, "authors", referred("author")),
 				]);
 				return orphans(games, { categories, authors });
 			},
