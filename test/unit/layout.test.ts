@@ -98,14 +98,15 @@ test("docs/architecture.md's table names every folder of code, and each one's RE
 	expect(unnamed).toEqual([]);
 });
 
-test("`npm run lint` refuses a comment that names a file that does not exist, and takes one that does", () => {
+test("`npm run lint` refuses a comment that names a file that does not exist, and takes one that does or that git ignores", () => {
 	const repository = mkdtempSync(path.join(tmpdir(), "catalogue-paths-"));
 	try {
 		execFileSync("git", ["init", "-q"], { cwd: repository });
 		mkdirSync(path.join(repository, "lib"));
+		writeFileSync(path.join(repository, ".gitignore"), "lib/written.md\n");
 		writeFileSync(
 			path.join(repository, "lib/here.ts"),
-			'// Beside lib/here.ts.\nexport const url = "lib/gone.ts in a string is not a comment";\n',
+			'// Beside lib/here.ts; it writes lib/written.md.\nexport const url = "lib/gone.ts in a string is not a comment";\n',
 		);
 		writeFileSync(path.join(repository, "lib/stale.ts"), "/** Reads lib/gone.ts (moved). */\nexport const x = 1;\n");
 		const check = () =>
