@@ -1,7 +1,6 @@
 /**
- * `promise`, or a rejection (`no answer within <ms> ms`) once `ms` have passed: for a server
- * (Redis, NATS) whose client would otherwise wait for it as long as it reconnects. The timer is
- * cleared as soon as either settles.
+ * `promise`, or a rejection (`no answer within <ms> ms`) once `ms` have passed: for a server (Redis, NATS)
+ * whose client would otherwise wait as long as it reconnects.
  */
 export async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 	let timer: NodeJS.Timeout | undefined;

@@ -11,17 +11,14 @@ import { compress, COMPRESS_FROM_BYTES, type Encoding } from "../http/compressio
 import { jsonInSteps } from "./json-in-steps";
 import { answerName } from "./keys";
 
-/**
- * An answer as the cache keeps it: the JSON text it is sent as, and each compressed form once a
- * client has asked for it. A hit is sent as it is kept: no parsing, no serializing.
- */
+/** An answer as the cache keeps it: the JSON it is sent as, and each compressed form once asked for; a hit is sent as kept. */
 export type StoredAnswer = { json: Buffer } & Partial<Record<Encoding, Buffer>>;
 
 /** The bytes an answer takes in a cache: its forms and its key. */
 export const storedBytes = (answer: StoredAnswer, key: string) =>
 	answer.json.length + (answer.br?.length ?? 0) + (answer.gzip?.length ?? 0) + key.length;
 
-/** What a gateway asks of a cached read: the encoding its client accepts, the tags its client holds (lib/cache/cache.ts heldTags). */
+/** What a gateway asks of a cached read: the encoding its client accepts, the tags its client holds (lib/cache/keys.ts heldTags). */
 export interface HttpWish {
 	encoding: Encoding | null;
 	held: string[];
@@ -40,9 +37,8 @@ export interface Found {
 /** A cacher that keeps answers as sent, under keys stamped with the generations of what they are made of (docs/caching.md). */
 export interface AnswerCache {
 	/**
-	 * The key and tag of the answer `name` (lib/cache/cache.ts answerName) made of the records of
-	 * `from`, as the generations are now, and the answer when it is kept; null when the cache
-	 * cannot say now (Redis unreachable, late or behind a write), and the read goes to the service.
+	 * The key and tag of the answer `name` (lib/cache/keys.ts answerName) made of `from`'s records, and the answer when kept;
+	 * null when the cache cannot say now (Redis unreachable, late or behind a write), and the read goes to the service.
 	 */
 	lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null>;
 	/** Keeps `answer`, the answer `name`, under `key`. */
@@ -64,10 +60,8 @@ export interface CatalogueCache extends ActionCacheOptions {
 type CachedAction = Pick<ActionSchema, "name" | "params" | "cache">;
 
 /**
- * Of `params`, the fields the action's rules name, as sent: with `$$strict: "remove"` these are all
- * the action ever reads, so the ignored `/game/{query}` segment and unknown query fields are left
- * out of the key. Only the rules' field names are used, not the rules themselves: a remote
- * action's rules arrive as JSON, without their functions, patterns or shared parts.
+ * Of `params`, the fields the action's rules name: with `$$strict: "remove"` these are all it reads, so other fields stay out of the key.
+ * Only the field names are used: a remote action's rules arrive as JSON, without their functions.
  */
 export function fieldsRead(action: CachedAction, params: unknown): Record<string, unknown> {
 	const rules = action.params as Record<string, unknown> | undefined;
@@ -84,10 +78,7 @@ export function fieldsRead(action: CachedAction, params: unknown): Record<string
 /** The services a cached action's answers are made of; none for an action that is not cached. */
 export const sourcesOf = (action: Pick<ActionSchema, "cache">) => (action.cache as Partial<CatalogueCache> | undefined)?.from;
 
-/**
- * A cached read's answer for the gateway: its tag and its bytes as they go on the wire, in
- * `encoding` when compressed; no bytes when the client holds the answer already (a 304).
- */
+/** A cached read's answer for the gateway: its tag and its bytes in `encoding`; no bytes when the client holds it already (a 304). */
 export class HttpAnswer {
 	constructor(
 		readonly tag: string,
@@ -109,11 +100,8 @@ const LOOKUP_FAILURE_QUIET_MS = 10_000;
 type CacheMeta = { $http?: HttpWish; $cache?: boolean };
 
 /**
- * A client's encoding of an answer, made once per answer and process even when several requests
- * ask at once, then kept beside the answer (within the cache's bounds). A compression is
- * forgotten here only once the cache has taken its bytes, and the lookups Redis answered before
- * that (without the form: it answers one connection in order, perhaps in the same chunk) have
- * come this far: they take promise steps only, all run before the next turn of the event loop.
+ * Compresses an answer once per process even when several requests ask at once, and keeps the form beside it.
+ * Forgotten only once the cache took the bytes and the lookups Redis answered meanwhile have run (promise steps only).
  */
 function encoder(cache: AnswerCache, warn: (message: string) => void) {
 	const making = new Map<string, Promise<Buffer>>();
@@ -132,13 +120,9 @@ function encoder(cache: AnswerCache, warn: (message: string) => void) {
 }
 
 /**
- * The cacher's middleware, for a cacher that keeps answers as sent: a cached action, local or on
- * another node, is looked up where it is called, so a hit costs one lookup and, for the gateway,
- * one socket write. A miss runs the action (asking another node not to look up again: it would
- * find the same miss), once for every request that misses the same key meanwhile, and keeps its
- * JSON under the key the lookup gave, so a read that began before a write keeps its answer where
- * no later read looks. The gateway says what it wants in `ctx.meta.$http` and gets an
- * HttpAnswer; every other caller gets the answer as records.
+ * The middleware for a cacher that keeps answers as sent: a cached action is looked up where it is called. A miss runs the action
+ * once for all requests on that key and keeps it under the lookup's key, so a read begun before a write is not seen by later reads.
+ * The gateway asks through `ctx.meta.$http` and gets an HttpAnswer; other callers get records.
  */
 export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string) => void): Middleware {
 	const encoded = encoder(cache, warn);

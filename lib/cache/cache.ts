@@ -4,10 +4,8 @@ import { MemoryAnswers } from "./memory-cacher";
 import { RedisAnswers } from "./redis-cacher";
 
 /**
- * The largest share of the in-memory cache one answer may take: a bigger one is served but not
- * kept, so no single list can push every other answer out. Half, so that the full `GET /game` of
- * a big catalogue, with its compressed forms, is still kept under the default bound rather than
- * made again for every client that asks (docs/caching.md gives the sizes).
+ * The largest share of the in-memory cache one answer may take: a bigger one is served but not kept.
+ * Half, so a big catalogue's `GET /game` is still kept under the default bound (docs/caching.md gives the sizes).
  */
 export const MEMORY_CACHE_ENTRY_SHARE = 1 / 2;
 
@@ -15,9 +13,8 @@ export const MEMORY_CACHE_ENTRY_SHARE = 1 / 2;
 const REDIS_CACHE_TTL = 3600;
 
 /**
- * The cachers below by name, so that broker options name them as plain data (they travel to any
- * node that asks for `$node.options`) and every broker makes a cacher of its own. moleculer's
- * types have `register` take a cacher; its code takes the class, of which `resolve` makes one.
+ * The cachers by name, so broker options name them as plain data (they travel in `$node.options`) and each broker makes its own.
+ * moleculer's types have `register` take a cacher; its code takes the class.
  */
 const CACHERS = { AnswersInRedis: RedisAnswers, AnswersInMemory: MemoryAnswers };
 for (const [name, cacher] of Object.entries(CACHERS)) Cachers.register(name, cacher as unknown as Cachers.Base<object>);
@@ -33,9 +30,8 @@ export const cachesInThisProcess = ({
 }: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">) => !redisUrl && !transporter && cacheMaxBytes > 0;
 
 /**
- * The cacher the configuration asks for (docs/caching.md): Redis, shared by every node, when
- * REDIS_URL is set; else memory in one process, bounded in bytes (CACHE_MAX_MB); else none, since
- * nodes with caches of their own would each need every write's news before answering from them.
+ * The cacher the configuration asks for (docs/caching.md): Redis when REDIS_URL is set; else memory in one process (CACHE_MAX_MB);
+ * else none, since nodes with caches of their own would each need every write's news before answering.
  */
 export function cacherOptions({
 	redisUrl,

@@ -1,6 +1,6 @@
 import { inSteps } from "../async/steps";
 
-/** Items of a list serialized between two turns of the event loop: a millisecond's work or two. */
+/** Items of a list serialized between two turns of the event loop. */
 const JSON_STEP = 2000;
 
 const OPEN = Buffer.from("[");
@@ -8,11 +8,8 @@ const COMMA = Buffer.from(",");
 const CLOSE = Buffer.from("]");
 
 /**
- * The bytes of `JSON.stringify(value)`, made without holding the event loop for a long list:
- * an array of more than `step` items is serialized `step` items at a time, with a turn of the event
- * loop between, and the pieces joined (an array's JSON is its items' JSON between brackets, comma
- * separated): one call on the list of a big catalogue holds the loop (docs/performance.md).
- * Undefined where JSON.stringify answers undefined.
+ * The bytes of `JSON.stringify(value)`, an array of more than `step` items serialized `step` at a time with a turn of the event loop
+ * between, so a long list does not hold the loop. Undefined where JSON.stringify answers undefined.
  */
 export async function jsonInSteps(value: unknown, step = JSON_STEP): Promise<Buffer | undefined> {
 	if (!Array.isArray(value) || value.length <= step) {

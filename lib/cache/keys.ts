@@ -8,10 +8,8 @@ import stringify from "safe-stable-stringify";
 export const KEY_JSON_LENGTH = 120;
 
 /**
- * What an answer is the answer to: the action and the fields it reads as canonical JSON (keys
- * sorted). Longer JSON is replaced by `#` and its digest, which no JSON starts with, so no filter
- * text can make two different sets of fields read as one. Short params, the usual case, cost no
- * hashing: a digest per read took a tenth of the embedded reads.
+ * What an answer is the answer to: the action and the fields it reads as canonical JSON (keys sorted). Longer JSON becomes `#` and
+ * its digest, which no JSON starts with, so no filter text can make two sets of fields read as one; short params skip the hashing.
  */
 export function answerName(action: string, params: unknown): string {
 	const json = stringify(params) ?? "";
@@ -33,11 +31,7 @@ export const answerKey = (prefix: string, name: string, stamp: string) => `${pre
 /** The tags handed out lately, so that a read asked again costs no hashing. */
 const recentTags = new LRUCache<string, string>({ max: 10_000 });
 
-/**
- * The opaque part of the weak ETag of the answer cached under `key`: its SHA-1 in hex, which
- * Redis's scripts compute too (`redis.sha1hex`), so a tag is the same whichever layout and node
- * hands it out. The key holds the params, the cache's epoch and the generations.
- */
+/** The opaque part of the weak ETag of the answer under `key`: its SHA-1 in hex, as Redis's scripts compute it (`redis.sha1hex`) too. */
 export function answerTag(key: string): string {
 	let tag = recentTags.get(key);
 	if (tag === undefined) recentTags.set(key, (tag = createHash("sha1").update(key).digest("hex")));
@@ -65,9 +59,7 @@ export function heldTags(ifNoneMatch: string | undefined, cacheControl: string |
 }
 
 /**
- * The Redis hash holding the cache's epoch and every service's generation. Outside the cacher's
- * prefix on purpose: cleaning the cache must never reset a generation. No expiry, so Redis's
- * `volatile-lru` never evicts it; should it go anyway, its epoch goes with it, and a new epoch
- * makes every older key unreachable.
+ * The Redis hash of the cache's epoch and every service's generation, outside the cacher's prefix so cleaning never resets one.
+ * No expiry, so `volatile-lru` never evicts it; should it go anyway, the new epoch makes every older key unreachable.
  */
 export const generationsKey = (namespace: string) => `catalogue-generations:${namespace}`;

@@ -12,20 +12,16 @@ export interface MemoryBytesOptions {
 }
 
 /**
- * The cache of one process (the embedded layout): moleculer's MemoryLRU cacher with its
- * lru-cache bounded in bytes instead of in answers (which moleculer's options cannot set:
- * bounded by count, a thousand copies of one large list fit), holding answers as sent, and the
- * generations of the services as this process moves them: every write passes through it.
+ * The cache of one process (the embedded layout): moleculer's MemoryLRU with its lru-cache bounded in bytes, not in answers,
+ * holding answers as sent and the services' generations, which this process moves: every write passes through it.
  */
 export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
 	declare cache: LRUCache<string, StoredAnswer>;
 	private readonly generations = new Map<string, number>();
 	private readonly maxEntryBytes: number;
 	/**
-	 * Of each answer kept, its name; of each name, the key its answer was last kept under. A write
-	 * makes every answer made of it unreachable (its key names the old generations), so keeping an
-	 * answer drops the one kept before under the same name: the cache holds one list of every game,
-	 * not one per write until the bytes run out. Both forget what the cache drops.
+	 * Of each answer kept, its name; of each name, its last key. Keeping an answer drops the one kept before under the same name
+	 * (a write made it unreachable), so the cache does not fill with stale lists; both forget what the cache drops.
 	 */
 	private readonly nameOf = new Map<string, string>();
 	private readonly lastKey = new Map<string, string>();

@@ -25,16 +25,9 @@ const REDIS_WAIT_MS = 1000;
 const SETTLE_EVERY_MS = 1000;
 
 /**
- * Lua: the current generations of the services named, read from Redis in the same round trip as
- * the answer made of them, so that no node serves an answer a write answered before has
- * replaced, whether or not it has heard of the write (docs/caching.md). It builds the answer's
- * key (prefix, action and fields, `@`, epoch, generations) and tag (`redis.sha1hex`, as
- * lib/cache/keys.ts answerTag); answers `not-modified` when the client holds the tag (no bytes
- * sent); `held` when the node holds the answer of that very key already (no bytes either, but the
- * encoded form asked for if the node lacks it and Redis has it); else the JSON and the encoded form
- * asked for, or a miss. Read-only, so a Redis that pauses writes still answers it.
- * KEYS[1] the generations hash; ARGV: prefix, n, n services, encoding or '', the key the node
- * holds or '', whether it holds that key's encoded form ('1' or ''), the tags the client holds.
+ * Lua: reads the services' generations in the same round trip as the answer, so no node serves an answer a write replaced.
+ * Returns key, tag (as lib/cache/keys.ts answerTag) and `not-modified`, `held`, `hit` or `miss`; read-only, so a paused Redis runs it.
+ * KEYS[1] the generations hash; ARGV: prefix, n, n services, encoding or '', key held or '', '1' if its form is held, client's tags.
  */
 const LOOKUP = `#!lua flags=no-writes
 local n = tonumber(ARGV[2])
@@ -64,10 +57,8 @@ if not found[1] then return { key, tag, 'miss' } end
 return { key, tag, 'hit', found[1], found[2] }`;
 
 /**
- * Lua: the cache's epoch, which every key carries: kept while it was made by this run of the
- * Redis server, else (no epoch, or one restored from another run's snapshot, whose answers and
- * generations may be older than the records) a new one, so that no key made before can be
- * reached. KEYS[1] the generations hash; ARGV: the server's run id, a random text.
+ * Lua: the epoch every key carries, kept if this Redis run made it, else replaced (a restored snapshot may be older than the records).
+ * KEYS[1] the generations hash; ARGV: the server's run id, a random text.
  */
 const ADOPT_EPOCH = `
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
@@ -89,10 +80,8 @@ interface AnswersClient extends Redis {
 }
 
 /**
- * The cache every node of a cluster shares (REDIS_URL): moleculer's Redis cacher, holding answers
- * as sent (a hash per answer: `json`, then `br` and `gzip` once asked for), with the generations
- * and the epoch in one hash beside them. Every lookup reads the generations there, in the
- * same round trip, so the broadcasts of the writes are not what a read's freshness rests on.
+ * The cache a cluster shares (REDIS_URL): a hash per answer (`json`, then `br`, `gzip`), generations and epoch in one hash beside them.
+ * Each lookup reads the generations in the same round trip, so a read's freshness does not rest on the writes' broadcasts.
  */
 export class RedisAnswers extends Cachers.Redis<AnswersClient> implements AnswerCache {
 	/** Whether this connection has checked the epoch: a Redis restarted from a snapshot may hold an old one. */
@@ -106,11 +95,7 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 	private generations = "";
 	/** The lookups asked in this turn of the event loop, not sent yet, by their arguments (lookup). */
 	private readonly unsent = new Map<string, Promise<Found | null>>();
-	/**
-	 * The answers this node was given or made lately, by name, with the key each is kept under: a
-	 * lookup names that key, and when it is still the current one Redis sends no bytes of the
-	 * answer. A copy is only ever used when Redis says its key is current.
-	 */
+	/** This node's recent answers by name, with their keys: used only when Redis says the key is current, so Redis sends no bytes. */
 	private readonly near: LRUCache<string, { key: string; answer: StoredAnswer }> | null;
 
 	constructor(options: RedisAnswersOptions) {
@@ -142,10 +127,7 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		});
 	}
 
-	/**
-	 * Resolves once this connection has checked the epoch (every key carries it); Redis's
-	 * commands wait for a connection meanwhile, and fail after ioredis's reconnection attempts.
-	 */
+	/** Resolves once this connection has checked the epoch; Redis commands wait meanwhile, and fail after ioredis's reconnection attempts. */
 	checkEpoch(): Promise<void> {
 		if (this.epochChecked) return Promise.resolve();
 		this.checking ??= (async () => {
@@ -162,10 +144,8 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 	}
 
 	/**
-	 * Asks Redis once for every same lookup asked in this turn of the event loop (a busy gateway
-	 * reads several requests for the same list from its sockets at once), when the turn's I/O is
-	 * done. A lookup joins only one that has not been sent yet: whatever write its client saw
-	 * answered before asking had moved its generation in Redis before the joint lookup leaves.
+	 * Sends one Redis lookup for all same lookups asked in this turn of the event loop. Only unsent lookups are joined,
+	 * so any write a client saw answered has moved its generation before the joint lookup leaves.
 	 */
 	lookup(name: string, from: readonly string[], wish: HttpWish | null): Promise<Found | null> {
 		if (!this.usable() || from.some(service => this.owed.has(service))) return Promise.resolve(null);

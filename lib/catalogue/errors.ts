@@ -55,9 +55,8 @@ export const texts = {
 export type ErrorText = (typeof texts)[keyof typeof texts];
 
 /**
- * A business failure: status 400 and the text as `msg`. It is named as moleculer's own
- * MoleculerClientError (moleculer names errors after their class), so another node restores it
- * as one, with the same type and data, instead of as an unknown plain Error.
+ * A business failure: status 400 and the text as `msg`. Named as moleculer's MoleculerClientError, so another node
+ * restores it as one, with the same type and data, instead of as a plain Error.
  */
 export class CatalogueError extends Errors.MoleculerClientError {
 	constructor(text: ErrorText, type: string, data?: unknown) {
@@ -103,9 +102,8 @@ export interface FailureTexts {
 }
 
 /**
- * moleculer's errors for a call that never reached its service, or got no answer in time: the
- * request is not at fault and may be sent again, so they pass on and the gateway answers 503 or
- * 504 (lib/http/failures.ts), not a 400 as if the request were wrong.
+ * moleculer's errors for a call that never reached its service or got no answer in time: the request may be sent again,
+ * so they pass on and the gateway answers 503 or 504 (lib/http/failures.ts), not 400.
  */
 const UNREACHABLE = new Set([
 	"ServiceNotFoundError",
@@ -119,9 +117,8 @@ const UNREACHABLE = new Set([
 export const isUnreachable = (name: unknown): boolean => UNREACHABLE.has(String(name));
 
 /**
- * Builds a service's error hooks: moleculer-db's EntityNotFoundError becomes the entity's
- * "There is no ... with that Id"; business failures and unreachable services pass; anything else
- * (a storage failure here or in a service called) becomes the action's documented failure text.
+ * A service's error hooks: moleculer-db's EntityNotFoundError becomes the entity's not-found text; business failures and
+ * unreachable services pass; anything else (a storage failure) becomes the action's documented failure text.
  */
 export function errorHooks({ notFound: unknownId, failures }: FailureTexts): ServiceHooksError {
 	const hooks: ServiceHooksError = {};

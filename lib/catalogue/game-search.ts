@@ -14,9 +14,8 @@ export interface GameSearch {
 }
 
 /**
- * The search for games whose title matches the `title` pattern and whose category is exactly
- * `idCategory`, among the `visible` ones; an empty or absent filter keeps every game. A pattern
- * that is not valid or too complex is a 400 (INVALID_PATTERN) naming the `title` field.
+ * The search for games whose title matches `title` and whose category is `idCategory`, among the `visible` ones.
+ * Throws a 400 (INVALID_PATTERN) naming `title` for a pattern that is not valid or too complex.
  */
 export function gameSearch({ title, idCategory }: { title?: string; idCategory?: string }, visible: Record<string, unknown>): GameSearch {
 	const query = idCategory ? { ...visible, category: idCategory } : visible;

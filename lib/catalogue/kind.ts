@@ -1,7 +1,6 @@
 /**
- * What a kind of record is made of (lib/catalogue/kinds.ts defines the three), and everything
- * derived from a definition: the actions' `params`, the TypeScript types, the example records,
- * the rules of the export file, the store's indexes and orders, the services' `fields`.
+ * What a kind of record is made of (lib/catalogue/kinds.ts defines the three), and what derives from a definition:
+ * the actions' `params`, the types, the examples, the export file's rules, the store's indexes and orders.
  */
 import type { ErrorText } from "./errors";
 import { pageableRule, pageOrders, type SortFields } from "./page";

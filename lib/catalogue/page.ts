@@ -80,17 +80,15 @@ export function pageSlice<T>(all: readonly T[], { pageNumber, pageSize }: PageWi
 }
 
 /**
- * The orders a page of records sorted on `fields` is read in, as lists of stored fields for the
- * store's indexes: each field then the id, after the `leading` fields every page filters on
- * exactly (games: whether one is a draft). The id alone needs none: it is the records' key.
+ * The orders a page sorted on `fields` is read in, for the store's indexes: each field then the id, after the `leading` fields
+ * every page filters on exactly (games: draft or not). The id alone needs none: it is the key.
  */
 export const pageOrders = ({ fields }: Pick<SortFields, "fields">, leading: string[] = [], storedId = "_id"): string[][] =>
 	fields.map(field => [...leading, ...(field === "id" ? [] : [field]), storedId]).filter(order => order.length > 1);
 
 /**
- * Turns `sort` (one order or a list, first key first) into moleculer-db sort keys. An absent
- * property sorts by the records' default; only lowercase `desc` is descending. The id is always
- * the last key, so records with equal keys keep creation order and pages never overlap.
+ * Turns `sort` (one order or a list) into moleculer-db sort keys; an absent property sorts by the default, only `desc` is descending.
+ * The id is always the last key, so records with equal keys keep creation order and pages never overlap.
  */
 export function sortKeys<F extends string>(
 	sort: SortOrder<F> | SortOrder<F>[] | undefined,

@@ -1,7 +1,4 @@
-/**
- * Validation rules shared by the services' action `params` (fastest-validator). Limits come from
- * the decisions: names and titles up to 200 characters, nationality and category name up to 100.
- */
+/** Validation rules shared by the services' action `params` (fastest-validator). */
 
 import { texts, type ErrorText } from "./errors";
 
@@ -12,10 +9,7 @@ const NUMERIC_TEXT = /^-?\d+(\.\d+)?$/;
 /** No control character (C0, DEL, C1) and no lone surrogate, which is not Unicode text at all. */
 const PRINTABLE = /^[^\p{Cc}\p{Cs}]*$/u;
 
-/**
- * A required text: trimmed, non-empty after trimming, at most `max` characters, printable (a name
- * with a NUL, a newline or half a surrogate pair is refused rather than stored).
- */
+/** A required text: trimmed, non-empty, at most `max` characters, printable (a NUL, newline or half a surrogate pair is refused). */
 export const text = (max: number) =>
 	({ type: "string", trim: true, empty: false, max, pattern: PRINTABLE, messages: { stringPattern: texts.unprintableText } }) as const;
 
@@ -26,9 +20,8 @@ export const filter = (max: number) => ({ type: "string", optional: true, max })
 export const ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /**
- * A required id of the records `unknown` speaks of, written or referred to by a write. Any other
- * shape is an id no record has: answered with that text before a store is asked, so a write with
- * a huge or hostile id stores nothing, not even for a moment.
+ * A required id of the records `unknown` speaks of. Any other shape is answered with that text before a store is asked,
+ * so a write with a huge or hostile id stores nothing.
  */
 export const idOf = (unknown: ErrorText) => ({ type: "string", pattern: ID_SHAPE, messages: { stringPattern: unknown } }) as const;
 
@@ -41,10 +34,8 @@ export const referenceTo = (unknown: ErrorText) =>
 	}) as const;
 
 /**
- * A whole number given as a JSON number or a numeric string, converted to a number.
- * Anything else (booleans, arrays, "", "abc", 12.5) fails with fastest-validator's own messages.
- * `wholeNumber` says the same to readers of the rule (lib/http/openapi.ts documents it from there);
- * fastest-validator ignores it.
+ * A whole number given as a JSON number or a numeric string, converted to a number; anything else fails with fastest-validator's
+ * messages. `wholeNumber` tells readers of the rule (lib/http/openapi.ts documents it from there); fastest-validator ignores it.
  */
 export function wholeNumber(min: number, max: number) {
 	return {

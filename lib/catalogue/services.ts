@@ -1,10 +1,6 @@
 /**
- * The catalogue's services, written once: every other list of them (SERVICES, the cache's
- * generations, readiness, the REPL's counts, the tests' layouts) is derived from this table.
- *
- * The data services each keep one collection of records under their own name, and `calls` names
- * the data services each one calls: a game's write checks its category and author, a list
- * populates them; deleting an author or a category asks games whether any refer to it.
+ * The catalogue's services, written once: every other list of them is derived from this table. `calls` names the data services
+ * each one calls: a game's write checks its category and author; deleting an author or category asks games whether any refer to it.
  */
 const DATA_SERVICES = {
 	authors: { calls: ["games"] },
@@ -25,11 +21,7 @@ export const DATA_SERVICE_NAMES = Object.keys(DATA_SERVICES) as readonly DataSer
 /** Every service a node may run (`SERVICES`), the gateway first. */
 export const SERVICE_NAMES: readonly ServiceName[] = [GATEWAY, ...DATA_SERVICE_NAMES];
 
-/**
- * The data services a node running `service` needs answering before it is ready: its own
- * collection and the services it calls; the gateway needs them all. None for a service that is
- * not the catalogue's.
- */
+/** The data services a node running `service` needs answering before it is ready: its own and those it calls; all for the gateway. */
 export function needs(service: string): DataServiceName[] {
 	if (service === GATEWAY) return [...DATA_SERVICE_NAMES];
 	if (!Object.hasOwn(DATA_SERVICES, service)) return [];

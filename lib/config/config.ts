@@ -26,10 +26,7 @@ export interface CatalogueConfig {
 	startTimeoutMs: number;
 	/** How long a call between services may take before it fails (`REQUEST_TIMEOUT`, seconds, default 10). */
 	requestTimeoutMs: number;
-	/**
-	 * How long a delete, a game draft or a game change may stay in progress before another node
-	 * treats it as abandoned (twice the request timeout: docs/integrity.md).
-	 */
+	/** How long a delete, game draft or game change may stay in progress before another node deems it abandoned (docs/integrity.md). */
 	claimLeaseMs: number;
 	/** Port of the node's readiness probe (`HEALTH_PORT`); none when unset. */
 	healthPort: number | null;
@@ -83,10 +80,7 @@ export interface RateLimit {
 	windowMs: number;
 }
 
-/**
- * As Express's "trust proxy": the proxies nearest the gateway, as a number of hops (whoever
- * connects, and as many before it), or as their addresses and subnets.
- */
+/** As Express's "trust proxy": the proxies nearest the gateway, as a number of hops or as their addresses and subnets. */
 export type TrustProxy = { hops: number } | { proxies: string[] };
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
@@ -140,9 +134,8 @@ function rateLimit(limit: string | undefined, window: string | undefined): RateL
 }
 
 /**
- * A whole number of hops, or a list proxy-addr compiles (addresses, subnets, `loopback`,
- * `linklocal`, `uniquelocal`), not both: Express takes them apart too. Trusting every hop (Express's
- * `true`) would let any client name itself, so it is not offered.
+ * A whole number of hops, or a list proxy-addr compiles (addresses, subnets, `loopback`, ...), not both, as Express keeps them apart.
+ * Trusting every hop (Express's `true`) would let any client name itself, so it is not offered.
  */
 function trustProxy(value: string | undefined): TrustProxy | null {
 	const items = commaList(value);
@@ -212,9 +205,8 @@ function logFormat(value: string | undefined, production: boolean): LogFormat {
 }
 
 /**
- * Not TRACING_*: moleculer-runner sets any broker option whose path it finds spelled as a variable
- * (TRACING_EXPORTER would replace `tracing.exporter`). The console exporter prints span trees to
- * standard output, which JSON log lines cannot share.
+ * Not TRACING_*: moleculer-runner would set `tracing.exporter` from TRACING_EXPORTER. The console exporter prints span trees
+ * to standard output, which JSON log lines cannot share.
  */
 function tracing(exporter: string | undefined, url: string | undefined, format: LogFormat): Tracing | null {
 	if (!exporter) {

@@ -55,10 +55,8 @@ export interface NatsOptions {
 }
 
 /**
- * The NATS client's options for `TRANSPORTER` (one URL or several, comma-separated) and the NATS_*
- * files. A URL's `user:password` is a user and password, a lone `user@` is a token (nats-server's
- * `authorization { token }`); both are percent-decoded. A `tls://` URL or any TLS file asks for
- * TLS. moleculer's own reading of the URL would send a token as a user name, undecoded.
+ * The NATS client's options for `TRANSPORTER` (one or more URLs) and the NATS_* files: `user:password` is a user and password, a lone
+ * `user@` a token, both percent-decoded; `tls://` or any TLS file asks for TLS. moleculer's own reading would send a token as a user.
  */
 export function natsOptions(transporter: string, files: NatsFiles): NatsOptions {
 	const urls = transporter.split(",").map(url => url.trim());

@@ -38,10 +38,8 @@ function hideOne(uri: string): string {
 }
 
 /**
- * The URI (or comma-separated list of URIs) with every password and token replaced by `***`, fit
- * for logs and errors: user and hosts are kept. It never parses the URI as a URL (several hosts,
- * `mongodb+srv`, an unescaped `@` in a password all defeat URL parsers), and fails closed: a value
- * without a `scheme://` is shown as `<hidden>`.
+ * The URIs with every password and token replaced by `***`, users and hosts kept. Never parsed as a URL (several hosts, `mongodb+srv`
+ * or an unescaped `@` defeat URL parsers); fails closed: a value without a `scheme://` is shown as `<hidden>`.
  */
 export function hideCredentials(uris: string): string {
 	return uris.split(NEXT_URI).map(hideOne).join(",");
@@ -50,11 +48,7 @@ export function hideCredentials(uris: string): string {
 /** Option names whose values are secrets, or hold them (TLS keys, NATS's nkey seed or credentials, the logger's list of secrets). */
 const SECRET_NAME = /pass|token|secret|credential|creds|seed|nkey|authenticator|redact|^(key|cert|tls|sasl)$/i;
 
-/**
- * A copy of `value` (JSON: functions and cycles already gone) fit to leave the node: every string
- * holding a URI with its credentials hidden, and the value of every option named like a secret
- * replaced by `***`.
- */
+/** A copy of JSON `value` fit to leave the node: credentials in URIs hidden, and every option named like a secret replaced by `***`. */
 export function withoutSecrets(value: unknown): unknown {
 	if (typeof value === "string") return value.includes("://") ? hideCredentials(value) : value;
 	if (Array.isArray(value)) return value.map(withoutSecrets);
@@ -62,10 +56,7 @@ export function withoutSecrets(value: unknown): unknown {
 	return Object.fromEntries(Object.entries(value).map(([name, field]) => [name, SECRET_NAME.test(name) ? "***" : withoutSecrets(field)]));
 }
 
-/**
- * The passwords and tokens written in these URIs (or lists of URIs), as written and decoded: what
- * the log must never show (lib/observability/observability.ts).
- */
+/** The passwords and tokens in these URIs, as written and decoded: what the log must never show (lib/observability/observability.ts). */
 export function secretsIn(...uris: (string | null | undefined)[]): string[] {
 	const secrets = uris.flatMap(list =>
 		(list ?? "").split(NEXT_URI).flatMap(uri => {

@@ -6,10 +6,8 @@ import type { TrustProxy } from "../config/config";
 export type ClientAddress = (req: IncomingMessage) => string;
 
 /**
- * Who sent a request: without TRUST_PROXY, its connection's address, since X-Forwarded-For is
- * whatever the client writes; with it, proxy-addr walks X-Forwarded-For back from the connection
- * through the declared proxies only, as Express does, so an address a client wrote itself before
- * them is never believed.
+ * Who sent a request: without TRUST_PROXY, its connection's address, since X-Forwarded-For is whatever the client writes;
+ * with it, proxy-addr walks X-Forwarded-For back through the declared proxies only, as Express does.
  */
 export function clientAddressOf(trust: TrustProxy | null): ClientAddress {
 	if (trust === null) return req => req.socket.remoteAddress ?? "";

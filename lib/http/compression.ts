@@ -4,11 +4,8 @@ import { brotliCompress, constants, gzip } from "node:zlib";
 import Negotiator from "negotiator";
 
 /**
- * Compressing an answer for clients that ask for it (docs/caching.md). Not the compression
- * package: it replaces `write`, `end` and `on` on every response it sees, and in the benchmark a
- * process that had compressed for a few hundred requests then answered every later request, even
- * uncompressed ones, at half the rate, with ten times the p99 latency. Here an answer is
- * compressed as a whole, in zlib's thread pool, and handed to moleculer-web as bytes.
+ * Compresses an answer for clients that ask (docs/caching.md): as a whole, in zlib's thread pool, handed to moleculer-web as bytes.
+ * Not the compression package, which wraps every response and slowed all later requests (docs/performance.md).
  */
 
 /** Answers of at least this many bytes are compressed; smaller ones cost more to compress than they save. */
@@ -16,7 +13,7 @@ export const COMPRESS_FROM_BYTES = 1024;
 
 export type Encoding = "br" | "gzip";
 
-/** br first when the client rates both alike: smaller answers at quality 4, about as fast as gzip. */
+/** br first when the client rates both alike: its answers are smaller. */
 const ENCODINGS: Encoding[] = ["br", "gzip"];
 
 /** negotiator 1's `encoding`, whose `preferred` option (ours on a tie) its types do not know yet. */

@@ -1,7 +1,6 @@
 /**
- * The docs page (GET /docs): Swagger UI from the swagger-ui-dist package, served by the gateway
- * itself, reading GET /openapi.json. The page has no inline script or style, so its Content-Security-Policy
- * (lib/http/http-guards.ts docsSecurityHeaders) allows only files of the gateway's own origin.
+ * The docs page (GET /docs): Swagger UI from swagger-ui-dist, served by the gateway, reading GET /openapi.json. No inline script
+ * or style, so its Content-Security-Policy (lib/http/http-guards.ts docsSecurityHeaders) allows only the gateway's own files.
  */
 import type { Context } from "moleculer";
 import type { ApiRouteSchema } from "moleculer-web";

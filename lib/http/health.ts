@@ -27,9 +27,8 @@ export type HealthBody =
 	| { status: "not ready"; msg: string; waitingFor: string[]; nodeID: string };
 
 /**
- * The one answer to a health path, wherever it is asked: 200 `{ status: "live" }` while the
- * process answers; 200 `{ status: "ready" }` once the node is ready, else 503
- * `{ status: "not ready", msg, waitingFor }`. Each names the node that answered.
+ * The answer to a health path: 200 `live` while the process answers; 200 `ready` once the node is ready, else 503
+ * `not ready` with `msg` and `waitingFor`. Each names the node that answered.
  */
 export async function healthAnswer(
 	path: HealthPath,

@@ -24,9 +24,8 @@ export const limitUrlLength: Middleware = (req, _res, next) =>
 	next((req.url ?? "").length > MAX_URL_LENGTH ? refused(414, texts.urlTooLong, "URL_TOO_LONG") : undefined);
 
 /**
- * 400 for a parsed body nested deeper than MAX_JSON_DEPTH (passing it between nodes would recurse
- * that deep); otherwise drops the keys that name Object.prototype's members (lib/http/json.ts) before
- * the gateway copies the body into the params.
+ * 400 for a body nested deeper than MAX_JSON_DEPTH (passing it between nodes would recurse that deep); otherwise drops the keys
+ * naming Object.prototype's members (lib/http/json.ts) before the gateway copies the body into the params.
  */
 export const checkJsonBody: Middleware = (req, _res, next) => {
 	const { body } = req as { body?: unknown };
@@ -36,8 +35,7 @@ export const checkJsonBody: Middleware = (req, _res, next) => {
 };
 
 /**
- * Only GET reads its query string (the list filters); a write or a search takes its fields from
- * the body alone. moleculer-web copies the query over the body, so `PUT /author?name=Mallory`
+ * Only GET reads its query string (the list filters). moleculer-web copies the query over the body, so `PUT /author?name=Mallory`
  * would otherwise store a name the body never sent.
  */
 export const queryOnlyForReads: Middleware = (req, _res, next) => {
@@ -45,10 +43,7 @@ export const queryOnlyForReads: Middleware = (req, _res, next) => {
 	next();
 };
 
-/**
- * Only GET answers 304: a write or a search runs whatever its conditional headers say, so their
- * answer is always sent (as Express does). moleculer-web would compare them on every method.
- */
+/** Only GET answers 304: a write or a search always runs and sends its answer, as in Express; moleculer-web would compare them all. */
 export const conditionalOnlyForReads: Middleware = (req, _res, next) => {
 	if (req.method !== "GET") {
 		delete req.headers["if-none-match"];
@@ -58,10 +53,8 @@ export const conditionalOnlyForReads: Middleware = (req, _res, next) => {
 };
 
 /**
- * 404 for OPTIONS while CORS is off. moleculer-web resolves an OPTIONS request as the method its
- * Access-Control-Request-Method names and, unless CORS answers it as a preflight, runs that
- * action: an OPTIONS naming PUT would create a record. With CORS on, every such request is
- * answered as a preflight and runs nothing.
+ * 404 for OPTIONS while CORS is off: moleculer-web would run the action its Access-Control-Request-Method names, so an OPTIONS
+ * naming PUT would create a record. With CORS on, every such request is answered as a preflight.
  */
 export const refuseOptions: Middleware = (req, _res, next) =>
 	next(req.method === "OPTIONS" ? refused(404, texts.notFound, "NOT_FOUND") : undefined);
@@ -70,10 +63,8 @@ export const refuseOptions: Middleware = (req, _res, next) =>
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * Gives every request its id before anything else sees it: the client's `X-Request-ID` when it is
- * a sane one, else a new UUID. moleculer-web makes it the request's `requestID`, which moleculer
- * carries through every call on every node; it goes back in the answer's `X-Request-ID`.
- * moleculer-web would prefer an `X-Correlation-ID`, so that one is dropped.
+ * Gives every request its id first: the client's `X-Request-ID` when sane, else a new UUID. moleculer carries it through every call
+ * and it goes back in the answer's `X-Request-ID`; `X-Correlation-ID`, which moleculer-web would prefer, is dropped.
  */
 export function assignRequestId(req: IncomingMessage, res: ServerResponse): void {
 	const sent = req.headers["x-request-id"];
@@ -93,11 +84,7 @@ export const securityHeaders: Middleware = helmet({
 	strictTransportSecurity: false,
 });
 
-/**
- * The docs page's headers, over those above: Swagger UI runs scripts, styles its elements, shows
- * data: images and calls the API, all from the gateway's own origin. Nothing else is allowed, no
- * inline script, and it still may not be framed.
- */
+/** The docs page's headers, over those above: Swagger UI's scripts, styles, data: images and API calls from the gateway's origin only. */
 export const docsSecurityHeaders: Middleware = helmet.contentSecurityPolicy({
 	useDefaults: false,
 	directives: {
@@ -125,9 +112,8 @@ interface RoutedForLimit {
 }
 
 /**
- * Spends one request of the route's rate limit, with its headers, as moleculer-web does for the
- * route's aliases; false once the budget is gone. moleculer-web checks it only for aliases, so
- * files a route's middleware serves would otherwise pass unlimited.
+ * Spends one request of the route's rate limit, with its headers; false once the budget is gone. moleculer-web checks it
+ * only for aliases, so files a route's middleware serves would otherwise pass unlimited.
  */
 async function withinRateLimit(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
 	const limit = (req as RoutedForLimit).$route?.rateLimit;
@@ -181,10 +167,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
 
 const digest = (text: string) => createHash("sha256").update(text).digest();
 
-/**
- * Whether an Authorization header carries `Bearer <token>`; compared in constant time (on digests,
- * so a wrong length does not show either).
- */
+/** Whether an Authorization header carries `Bearer <token>`, compared in constant time on digests, so a wrong length does not show. */
 export function carriesToken(authorization: string | undefined, token: string): boolean {
 	const sent = bearerOf(authorization);
 	return sent !== null && timingSafeEqual(digest(sent), digest(token));

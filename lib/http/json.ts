@@ -1,8 +1,4 @@
-/**
- * Checks on a parsed JSON body. Both walk with a stack of their own rather than recursing, since
- * the body may be nested as deep as its size allows (JSON.parse itself does not recurse; its
- * reviver would).
- */
+/** Checks on a parsed JSON body, walked with a stack rather than recursion: the body may be nested as deep as its size allows. */
 
 /** Arrays and objects `value` holds, each with its depth (`{}` alone is depth 1). */
 function* containers(value: unknown): Generator<[object, number]> {
@@ -25,12 +21,8 @@ export function isNestedDeeperThan(value: unknown, max: number): boolean {
 const PROTOTYPE_KEYS = Object.getOwnPropertyNames(Object.prototype);
 
 /**
- * Removes every key that names a member of Object.prototype, at any depth. No field of the
- * catalogue is named so, and each is an attack: JSON.parse makes `__proto__` an own property, but
- * copying the body into the params object (Object.assign, as the gateway does) would set that
- * object's prototype instead and lend it fields the body does not carry; a `toString` or `valueOf`
- * that is not a function makes the object throw wherever it is turned into text (fastest-validator
- * does so to quote a wrong value in its message).
+ * Removes every key naming a member of Object.prototype, at any depth: copied into the params, `__proto__` would set their
+ * prototype, and a `toString` or `valueOf` that is not a function makes the object throw when turned into text.
  */
 export function dropPrototypeKeys(value: unknown): void {
 	for (const [item] of containers(value))

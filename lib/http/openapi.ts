@@ -1,7 +1,6 @@
 /**
- * The OpenAPI 3.1 document of the gateway, built from its alias tables, the actions' `params`
- * (lib/http/json-schema.ts) and a documentation entry per action. Nothing here is typed twice: paths
- * come from the aliases, fields from the validation rules, error texts from lib/catalogue/errors.ts.
+ * The OpenAPI 3.1 document of the gateway, built from its alias tables, the actions' `params` (lib/http/json-schema.ts) and a
+ * documentation entry per action, so nothing is typed twice; error texts come from lib/catalogue/errors.ts.
  */
 import Validator from "fastest-validator";
 import cloneDeep from "lodash/cloneDeep";
@@ -210,10 +209,8 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 }
 
 /**
- * The gateway serves every path with or without a trailing slash (`/category/?name=` is the
- * interface's own form of the list). Where a path has a templated child, `/category` and
- * `/category/{id}`, a reader of the document would take `/category/` for the child with an empty
- * id; so that form is listed too, with the same operations under their own operationIds.
+ * The gateway serves every path with or without a trailing slash. Where a path has a templated child (`/category/{id}`), `/category/`
+ * would read as the child with an empty id, so it is listed too, with the same operations under their own operationIds.
  */
 function withTrailingSlashForms(paths: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
 	const templated = Object.keys(paths).filter(path => path.includes("{"));

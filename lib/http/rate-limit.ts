@@ -12,10 +12,7 @@ export const REDIS_COUNT_WAIT_MS = 250;
 /** After Redis failed or was late, how long a gateway counts in its own memory before it asks Redis again. */
 export const REDIS_RETRY_MS = 1000;
 
-/**
- * How long a count stays in Redis after its window ends: a gateway whose clock runs behind by
- * less than this still adds to the count the others made rather than starting a new one.
- */
+/** How long a count outlives its window in Redis, so a gateway whose clock runs a little behind adds to the same count. */
 export const CLOCK_SKEW_MS = 1000;
 
 /** Lua for Redis: the request counted and the count's expiry set in one step, so no count outlives its window. */
@@ -31,10 +28,8 @@ export const windowStart = (now: number, windowMs: number) => now - (now % windo
 const WITH_PORT = /^(?:(\d+\.\d+\.\d+\.\d+)|\[([\da-f:.]+)\]):\d+$/i;
 
 /**
- * The client the rate limit counts, from its address: an IPv4 address; the /64 of an IPv6 one,
- * the block a single subscriber gets, or a client could take a fresh address for every request;
- * anything else (an X-Forwarded-For entry that is not an address) by its digest, so that no key is
- * empty, which moleculer-web would not count, or longer than a digest.
+ * The client the rate limit counts: an IPv4 address; the /64 of an IPv6 one, a subscriber's block, so a fresh address per request
+ * does not help; anything else by its digest, so no key is empty (moleculer-web would not count it) or long.
  */
 export function rateLimitClient(address: string): string {
 	const [, ipv4, ipv6] = WITH_PORT.exec(address) ?? [];
@@ -46,9 +41,8 @@ export function rateLimitClient(address: string): string {
 }
 
 /**
- * The Redis key of a client's count in one window of one route. The cluster's namespace comes
- * first, so clusters sharing a Redis never count together; the client, the only part a request
- * decides (an IPv6 block holds colons), comes last.
+ * The Redis key of a client's count in one window of one route: the namespace first, so clusters sharing a Redis never count
+ * together; the client, the only part a request decides, last.
  */
 const countKey = (namespace: string, route: string, start: number, client: string) =>
 	`catalogue-rate:${namespace}:${route}:${start}:${client}`;
@@ -63,10 +57,8 @@ interface RedisClient {
 const outages = new WeakSet<RedisClient>();
 
 /**
- * A route's counts of requests per client and window, as moleculer-web's rate limiter asks for
- * them (its `StoreFactory`). In Redis when the broker's cacher is Redis, so every gateway adds to
- * one count; in this gateway's memory without one, and for any request Redis does not count within
- * REDIS_COUNT_WAIT_MS. A request is never failed or held up by its count.
+ * A route's counts per client and window, as moleculer-web's `StoreFactory`: in Redis when the cacher is Redis, so every gateway adds
+ * to one count; else, or when Redis is late, in this gateway's memory. A request is never failed or held up by its count.
  */
 class RequestCounts {
 	private readonly redis: RedisClient | null;
@@ -132,10 +124,7 @@ class RequestCounts {
 	}
 }
 
-/**
- * moleculer-web's rate limit of one route: `limit` requests per client and window, counted under
- * the route's name, with the X-Rate-Limit-* headers on every answer.
- */
+/** moleculer-web's rate limit of one route: `limit` requests per client and window, with the X-Rate-Limit-* headers on every answer. */
 export function rateLimitSettings({ limit, windowMs }: RateLimit, route: string, clientAddress: ClientAddress): RateLimitSettings {
 	return {
 		window: windowMs,

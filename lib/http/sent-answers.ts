@@ -1,7 +1,6 @@
 /**
- * How the gateway sends an action's answer: a cached read as the cache keeps it (its bytes in the
- * encoding the client accepts, or a 304 when the client's tag is current), any other GET with a
- * weak tag of its JSON, and JSON of 1 KB or more compressed for a client that asks for br or gzip.
+ * How the gateway sends an action's answer: a cached read as the cache keeps it (or a 304 when the client's tag is current), any
+ * other GET with a weak tag of its JSON, and large JSON compressed for a client that asks for br or gzip.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import etag from "etag";

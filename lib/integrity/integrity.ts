@@ -20,10 +20,8 @@ export function orphans<T extends References>(
 }
 
 /**
- * Storage queries for the games that refer to the category and/or author given (each one given
- * must match), counting a change in progress as referring already: until it is committed or
- * dropped, either outcome must stay valid. Two queries that no game matches both, each led by an
- * indexed field, so that every store can count them from its indexes.
+ * Queries for the games that refer to the category and/or author given, counting a change in progress as referring already,
+ * since either outcome must stay valid until it settles. Two disjoint queries, each led by an indexed field, so stores count from indexes.
  */
 export function referringTo(references: Partial<References>): [Record<string, unknown>, Record<string, unknown>] {
 	const given = Object.entries(references).filter(([, id]) => id !== undefined);

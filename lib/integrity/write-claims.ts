@@ -1,12 +1,9 @@
 import { setTimeout as delay } from "node:timers/promises";
 
 /**
- * Claims on stored records, the building block of the referential-integrity protocol
- * (docs/integrity.md). A claim is a field `{ token, at, ... }` on the record, set and
- * cleared by conditional single-record updates, which SQLite and MongoDB both apply atomically:
- * no lock server, and any number of nodes may share the store. A claim whose holder died is
- * recognised by its age (older than the lease) and broken; the holder's own last write is
- * conditional on its token, so a broken claim can never be completed.
+ * Claims on stored records for the referential-integrity protocol (docs/integrity.md): a field `{ token, at, ... }` set and cleared by
+ * atomic conditional updates, so no lock server is needed. A claim older than its lease is broken, and its holder's last write,
+ * conditional on the token, then fails.
  */
 
 /** What a claim needs of the storage; both moleculer-db adapters have these calls. */
@@ -33,10 +30,7 @@ export interface ClaimOptions {
 /** The longest pause between two looks at a claimed record. */
 const MAX_POLL_MS = 50;
 
-/**
- * The record once no live claim is on it: waits while one is (at most its lease), breaks an
- * abandoned one. Nothing when the record does not exist.
- */
+/** The record once no live claim is on it, waiting out a live one and breaking an abandoned one; nothing when it does not exist. */
 export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs }: ClaimOptions) {
 	for (let pause = 1; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {
 		const record = await store.findById(id);
@@ -47,10 +41,7 @@ export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs 
 	}
 }
 
-/**
- * Takes the claim on record `id` for `token` (with `details` stored beside it), once any other
- * live claim has ended. Answers the record as it was before, or nothing when it does not exist.
- */
+/** Takes the claim on record `id` for `token` (with `details`) once no other live claim is on it; the record as it was, or nothing. */
 export async function claim(store: ClaimStore, id: string, token: string, options: ClaimOptions, details: object = {}) {
 	const { field } = options;
 	for (;;) {

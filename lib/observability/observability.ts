@@ -17,10 +17,8 @@ type LoggerBindings = Parameters<InstanceType<typeof Loggers.Console>["getLogHan
 const TO_STDERR = new Set(["fatal", "error", "warn"]);
 
 /**
- * moleculer's console logger, line for line, written with `process.stdout.write` (stderr for
- * warnings and errors, as console.warn and console.error do) instead of `console.log`: Node hands
- * every console call to its inspector too, which keeps recent messages for a debugger that might
- * attach, and that cost a quarter of a small read with the access log on (docs/performance.md).
+ * moleculer's console logger, written with `process.stdout.write` (stderr for warnings and errors) instead of `console.log`:
+ * Node hands every console call to its inspector too, which costs a small read dearly (docs/performance.md).
  */
 class StreamLogger extends Loggers.Console {
 	override getLogHandler(bindings: LoggerBindings) {
@@ -44,10 +42,8 @@ const MIN_REDACTED = 4;
 Loggers.register("Stream", StreamLogger as unknown as Parameters<typeof Loggers.register>[1]);
 
 /**
- * Text is moleculer's console format printing fields as textFields; JSON is the same logger with
- * jsonLogLine. Every line has the `secrets` (the passwords and tokens of the configuration)
- * replaced by `***`, whoever logs them: a library's error can carry the command that failed,
- * password included (ioredis's AUTH).
+ * Text is moleculer's console format with textFields; JSON is the same logger with jsonLogLine. Every line has the `secrets`
+ * replaced by `***`, whoever logs them: a library's error can carry the failed command, password included (ioredis's AUTH).
  */
 export function loggerOptions({ logFormat }: Pick<CatalogueConfig, "logFormat">, secrets: string[] = []): BrokerOptions["logger"] {
 	const redact = secrets.length > 0 ? { redact: secrets } : {};
@@ -64,10 +60,7 @@ const isFields = (value: unknown): value is Record<string, unknown> =>
 const printed = (value: unknown) =>
 	typeof value === "object" && value !== null ? inspect(value, { depth: 2, breakLength: Infinity }) : String(value);
 
-/**
- * A plain object logged in a text line (an access line's fields) as `key=value` pairs, a value
- * quoted when it holds a space or a quote; anything else as moleculer prints it (util.inspect).
- */
+/** A plain object in a text line as `key=value` pairs, quoting values with a space or quote; anything else as util.inspect prints it. */
 export function textFields(value: unknown): string {
 	if (!isFields(value)) return printed(value);
 	return Object.entries(value)
@@ -77,9 +70,8 @@ export function textFields(value: unknown): string {
 }
 
 /**
- * One JSON object per line: time, level, the logger's bindings (nodeID, ns, mod, svc), the keys of
- * a plain object logged first (such as `requestId`) and the rest as `msg`. moleculer's own "json"
- * formatter would print that object inside `msg`; its "jsonext" would drop an Error logged alone.
+ * One JSON object per line: time, level, the logger's bindings, the keys of a plain object logged first (such as `requestId`),
+ * the rest as `msg`. moleculer's "json" would print that object inside `msg`; its "jsonext" would drop an Error logged alone.
  */
 export function jsonLogLine(level: string, args: unknown[], bindings?: Bindings): string[] {
 	const [first, ...rest] = args;
@@ -89,10 +81,8 @@ export function jsonLogLine(level: string, args: unknown[], bindings?: Bindings)
 }
 
 /**
- * Zipkin's trace id for a request id: 16 lower-case hex digits. moleculer takes the request id as
- * the trace id and passes it on with its dashes removed, which Zipkin refuses (the whole batch)
- * unless it is hex: a client's `X-Request-ID: abc-123` becomes the start of its SHA-256 instead.
- * Every span of the request still carries the id itself as its `requestID` tag.
+ * Zipkin's trace id for a request id: 16 lower-case hex digits. Zipkin refuses non-hex ids (the whole batch), so such an id
+ * becomes the start of its SHA-256; every span still carries the request id as its `requestID` tag.
  */
 export function zipkinTraceId(id: string): string {
 	const bare = id.replace(/-/g, "").toLowerCase();

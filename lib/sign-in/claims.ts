@@ -1,7 +1,4 @@
-/**
- * What a verified token says about its bearer: its subject and its roles, wherever the identity
- * provider puts them.
- */
+/** What a verified token says about its bearer: its subject and its roles, wherever the identity provider puts them. */
 
 /** A claims object: a token's payload, or an object within it. */
 type Claims = Record<string, unknown>;

@@ -42,12 +42,9 @@ const TOKEN_FAULTS = [errors.JWKSNoMatchingKey, errors.JWKSMultipleMatchingKeys,
 const tokenFault = (err: unknown) => TOKEN_FAULTS.some(kind => err instanceof kind);
 
 /**
- * The keys that verify the provider's tokens, for jose's `jwtVerify`: found through the issuer's
- * OpenID configuration (or at AUTH_JWKS_URL), fetched and kept by jose's remote key set, and
- * fetched again for an unknown `kid` at most once per `refetchMs` (jose's cooldown), so a flood of
- * made-up kids costs at most one request per `refetchMs`. jose has no memory of failures: the fetch given to it refuses to
- * ask again within `refetchMs` of one, and the keys last fetched keep verifying while the provider
- * is down, even after `maxAgeMs`.
+ * The keys that verify the provider's tokens: found through the issuer's OpenID configuration (or AUTH_JWKS_URL) and kept by jose,
+ * which refetches for an unknown `kid` at most once per `refetchMs`. jose forgets failures, so the fetch given to it refuses to
+ * ask again within `refetchMs` of one, and the last keys keep verifying while the provider is down, even after `maxAgeMs`.
  */
 export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_TIMING): JWTVerifyGetKey {
 	let failedAt = Number.NEGATIVE_INFINITY;

@@ -1,6 +1,5 @@
 /**
- * Which store a catalogue service keeps its records in, chosen from the configuration alone:
- * MongoDB when a URI is configured, else the SQLite database of DATA_DIR, or one in memory (tests).
+ * Which store a catalogue service keeps its records in, from the configuration alone: MongoDB, else SQLite in DATA_DIR or in memory.
  * The services and the DB mixin (mixins/db.mixin.ts) do not know which.
  */
 import type MongoDbAdapter from "moleculer-db-adapter-mongo";
@@ -20,10 +19,7 @@ export interface IndexedFields {
 	orders: readonly (readonly string[])[];
 }
 
-/**
- * The storage the configuration asks for: MongoDB (the database named in MONGO_URI) when a URI
- * is given, else SQLite under DATA_DIR, or in memory.
- */
+/** The storage the configuration asks for: MongoDB (MONGO_URI's database) when a URI is given, else SQLite under DATA_DIR, or in memory. */
 export function createAdapter(collection: string, fields: IndexedFields, storage: StorageConfig = config) {
 	if (storage.mongoUri) {
 		// Loaded only with MONGO_URI, so that an embedded node does not load the MongoDB driver at its start.
@@ -54,9 +50,8 @@ export async function prepareStore(adapter: unknown, { indexes, sparseIndexes, o
 }
 
 /**
- * Why the store refuses writes now (a full disk under DATA_DIR), or undefined when it takes them;
- * a refusing SQLite store is probed, so that readiness comes back once space does. MongoDB
- * refuses each write itself, with the operation's error.
+ * Why the store refuses writes now (a full disk under DATA_DIR), or undefined when it takes them. A refusing SQLite store is probed,
+ * so readiness comes back once space does; MongoDB refuses each write itself.
  */
 export function refusedWrites(adapter: unknown): string | undefined {
 	if (!(adapter instanceof SqliteAdapter) || !adapter.refusedWrites) return undefined;

@@ -1,7 +1,6 @@
 /**
- * An online backup of the embedded store: SQLite's backup of DATA_DIR's database, taken while a
- * catalogue writes it, from its own process (the REPL) or another (`npm run backup`).
- * docs/operations.md, "Backups".
+ * An online backup of the embedded store: SQLite's backup of DATA_DIR's database, taken while a catalogue writes it, from the REPL
+ * or `npm run backup` (docs/operations.md, "Backups").
  */
 import { existsSync, realpathSync } from "node:fs";
 import { open, rename, rm, stat, writeFile } from "node:fs/promises";
@@ -46,10 +45,7 @@ async function syncFile(file: string): Promise<void> {
 /** The path a folder really is (symbolic links followed), or as given when there is none yet. */
 const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : dir);
 
-/**
- * What the copy holds: each collection's records, and its games without their category or author.
- * The copy is first made one file of its own (no WAL beside it), which a restore copies alone.
- */
+/** What the copy holds: each collection's records and its orphaned games; the copy is first made one file (no WAL) for a restore. */
 function contents(file: string): Pick<Backup, "collections" | "orphans"> {
 	const db = new DatabaseSync(file);
 	try {
@@ -69,10 +65,8 @@ function contents(file: string): Pick<Backup, "collections" | "orphans"> {
 }
 
 /**
- * Copies the database of `dataDir` into `targetDir` as catalogue.sqlite, then writes `backup.json`,
- * while a catalogue may write it; returns what it copied. The copy is one snapshot of the three
- * collections, taken in one step of SQLite's backup. It is written beside its place and renamed
- * there once on the disk, and the manifest goes last: the folder never holds a torn copy.
+ * Copies `dataDir`'s database into `targetDir` as one snapshot, while a catalogue may write it, then writes `backup.json`; returns
+ * what it copied. The copy is renamed into place once on disk and the manifest goes last, so the folder never holds a torn copy.
  */
 export async function backupDataDir(dataDir: string, targetDir: string): Promise<Backup> {
 	const [from, to] = [path.resolve(dataDir), path.resolve(targetDir)];

@@ -1,7 +1,4 @@
-/**
- * Where a configuration keeps its records, said without opening them: the database file of a
- * DATA_DIR, the line operators read at start, and why a configuration has no files to back up.
- */
+/** Where a configuration keeps its records, said without opening them: the database file, the start-up line, and backup hints. */
 import path from "node:path";
 import type { CatalogueConfig } from "../config/config";
 import { hideCredentials } from "../config/uris";

@@ -1,9 +1,6 @@
 /**
- * A DATA_DIR of an earlier version, which kept each collection in a NeDB file (`<collection>.db`),
- * moved into the SQLite database at its first start: every record of a collection with its id in
- * one transaction, then its file moved aside, into `nedb-migrated/`. Killed before the commit,
- * nothing is stored and the next start migrates again; killed after, the next start only moves
- * the file.
+ * Moves a DATA_DIR's NeDB files (`<collection>.db`) into the SQLite database at start: each collection in one transaction, then its
+ * file moved into `nedb-migrated/`. Killed before the commit, the next start migrates again; killed after, it only moves the file.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
@@ -17,10 +14,8 @@ const MIGRATED_FOLDER = "nedb-migrated";
 type Doc = Record<string, unknown> & { _id?: unknown; $$deleted?: unknown };
 
 /**
- * The records a NeDB file holds: its lines in order, a later line of an id replacing an earlier
- * one and `$$deleted` removing it, index lines skipped. Lines are split at "\n" only (NeDB escapes
- * nothing else). A half-written last line, left by a process killed while appending, is dropped;
- * a damaged line anywhere else stops the start, naming it.
+ * The records a NeDB file holds: later lines of an id replace earlier ones, `$$deleted` removes one, index lines are skipped.
+ * A half-written last line (a killed append) is dropped; a damaged line anywhere else stops the start, naming it.
  */
 export function readNeDbFile(file: string): { records: Map<string, Doc>; tornTail: boolean } {
 	const lines = readFileSync(file, "utf8").split("\n");
@@ -47,10 +42,7 @@ export function readNeDbFile(file: string): { records: Map<string, Doc>; tornTai
 	return { records, tornTail };
 }
 
-/**
- * Migrates the NeDB file of `collection` in `dataDir`, if there is one, into its table of `db`
- * (each record stored, or replaced, by `put`), and moves the file aside.
- */
+/** Migrates `collection`'s NeDB file in `dataDir`, if any, into its table (each record stored by `put`), then moves the file aside. */
 export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: string, put: (doc: Doc) => void, logger?: Logger): void {
 	const file = path.join(dataDir, `${collection}.db`);
 	if (!existsSync(file)) return;

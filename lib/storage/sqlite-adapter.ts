@@ -44,9 +44,7 @@ const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 const toDoc = ({ _id, doc }: Row): Doc => Object.assign(JSON.parse(doc) as Doc, { _id });
 
 /**
- * moleculer-db's adapter on the embedded SQLite database (lib/storage/sqlite-database.ts): the
- * collection a table of `(_id, doc)` rows and a column per indexed field, the queries translated by
- * lib/storage/sqlite-query.ts.
+ * moleculer-db's adapter on the embedded SQLite database (lib/storage/sqlite-database.ts), queries made by lib/storage/sqlite-query.ts.
  * Every write is one statement or one transaction, so it is whole or absent after any crash.
  */
 export class SqliteAdapter {
@@ -76,9 +74,8 @@ export class SqliteAdapter {
 	}
 
 	/**
-	 * Opens the database, makes the collection's table and indexes, and migrates the collection's
-	 * NeDB file of an earlier version. A DATA_DIR that cannot be used ends the process with one
-	 * line saying why: moleculer-db would try again every second, with a stack trace each time.
+	 * Opens the database, makes the collection's table and indexes, and migrates any NeDB file of the collection. An unusable DATA_DIR
+	 * ends the process with one line saying why, where moleculer-db would retry every second with a stack trace.
 	 */
 	connect(): Promise<void> {
 		const logger = this.service?.logger;
@@ -95,17 +92,15 @@ export class SqliteAdapter {
 	}
 
 	/**
-	 * The table: `_id`, `doc`, and a column per indexed field, which the adapter writes with `doc`
-	 * and again only when an update names the field, so that an update rewrites only the indexes
-	 * of the fields it writes (docs/storage.md). Its indexes: each filtered field, the sparse ones
-	 * over the records that have the field, and each order of the pages.
+	 * The table: `_id`, `doc`, and a column per indexed field, written with `doc` and again only when an update names the field, so an
+	 * update rewrites only its fields' indexes (docs/storage.md). Indexes: each filtered field, the sparse ones, each page order.
 	 */
 	private prepareTable(): void {
 		const { dataDir, collection, indexes, sparseIndexes, orders } = this.options;
 		const { writer } = this.db;
 		const columns = [...this.columns].map(field => `, ${column(field, this.columns)}`).join("");
 		const table = (name: string) => `CREATE TABLE ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${columns})`;
-		// `hidden`: SQLite's mark of a generated column, which an earlier version of this store made.
+		// `hidden` marks a generated column, which the table is made again without.
 		const present = writer.prepare(`PRAGMA table_xinfo(${collection})`).all() as { name: string; hidden: number }[];
 		if (present.length === 0) writer.exec(table(collection));
 		else if (
@@ -125,10 +120,7 @@ export class SqliteAdapter {
 		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
 	}
 
-	/**
-	 * The table again with the columns of today (a version that indexes another field, or made them
-	 * generated columns), its records copied, in one transaction.
-	 */
+	/** The table made again with the current columns, its records copied, in one transaction. */
 	private rebuild(table: (name: string) => string): void {
 		const { collection } = this.options;
 		const { writer } = this.db;
@@ -207,10 +199,7 @@ export class SqliteAdapter {
 		return { sql: `SELECT ${what} FROM ${this.options.collection}${filter}${order}${page}`, values };
 	}
 
-	/**
-	 * The records of a query in order. A read without a limit steps through its rows on a
-	 * connection of its own, the event loop free between steps, while writes go on committing.
-	 */
+	/** The records of a query in order; a read without a limit steps through its rows on its own connection, yielding the event loop. */
 	async find(params: FindParams): Promise<Doc[]> {
 		const { sql, values } = this.select(params);
 		if ((params.limit ?? 0) > 0) return (this.db.prepared(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
@@ -223,9 +212,8 @@ export class SqliteAdapter {
 	}
 
 	/**
-	 * How many records match. Those without a field (`$exists: false`: the games that are not drafts)
-	 * are counted as all of them less those with it: SQLite counts a table from its smallest index,
-	 * and the records with a claim or a draft mark are few, in a sparse index.
+	 * How many records match. Those without a field (`$exists: false`: games that are not drafts) are counted as all less those with it,
+	 * since SQLite counts a table from its smallest index and the few records with the field sit in a sparse one.
 	 */
 	count({ query = {} }: FindParams = {}): Promise<number> {
 		const absent = Object.entries(query).find(([, test]) => isEqual(test, { $exists: false }))?.[0];
@@ -306,10 +294,7 @@ export class SqliteAdapter {
 		return this.removeMany({});
 	}
 
-	/**
-	 * Whether the disk takes writes again: a write to the database's own notes as large as a few of
-	 * the records' writes (a tiny one fits in space that a game's write does not), then removed.
-	 */
+	/** Whether the disk takes writes again: a write to `catalogue_meta` as large as a few record writes (a tiny one may fit), removed. */
 	probeWrites(): void {
 		void this.write(db => {
 			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES ('probe', hex(randomblob(?)))").run(PROBE_BYTES / 2);

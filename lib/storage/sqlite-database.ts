@@ -23,9 +23,8 @@ export class UnusableDataDir extends Error {}
 export class DataDirInUse extends UnusableDataDir {}
 
 /**
- * How a process holds a DATA_DIR. `alone`: it caches answers in its own memory (no REDIS_URL, no
- * TRANSPORTER), so no other process may write the records under it. `shared`: its cache sees
- * every process's writes (or there is none), so processes may share the file.
+ * How a process holds a DATA_DIR. `alone`: it caches answers in its own memory, so no other process may write under it.
+ * `shared`: its cache sees every process's writes (or there is none), so processes may share the file.
  */
 export type Holding = "alone" | "shared";
 
@@ -54,9 +53,8 @@ const CHECKPOINT_EVERY_MS = 100;
 const LOG_PAGES = 10_000;
 
 /**
- * A thread that checkpoints `file`'s log every CHECKPOINT_EVERY_MS, as SQLite's documentation
- * suggests: the checkpoint's `fsync`s of the log and the database then happen there, not inside a
- * write on the event loop (docs/performance.md, "Writes on SQLite").
+ * A thread that checkpoints `file`'s log every CHECKPOINT_EVERY_MS, as SQLite suggests, so the checkpoint's `fsync`s happen there,
+ * not inside a write on the event loop (docs/performance.md, "Writes on SQLite").
  */
 function checkpointThread(file: string): Worker {
 	const code = `
@@ -156,11 +154,8 @@ function create(db: DatabaseSync): void {
 }
 
 /**
- * Takes the DATA_DIR's lock file the way SQLite locks any database: a transaction kept open for as
- * long as the process has the store. `alone` holds SQLite's exclusive lock, `shared` a shared one,
- * so an `alone` process excludes every other and `shared` ones only exclude an `alone` one. The
- * operating system drops the lock with the process, `kill -9` included. Readers (export, backup) do
- * not take it.
+ * Takes the DATA_DIR's lock file as SQLite locks any database, with a transaction held while the process has the store: `alone`
+ * exclusive, `shared` shared, so `alone` excludes all others. The OS drops it with the process; readers (export, backup) take none.
  */
 function lock(dataDir: string, holding: Holding, writer: DatabaseSync): DatabaseSync {
 	const held = new DatabaseSync(path.join(dataDir, LOCK_FILE), { timeout: 0 });
@@ -190,10 +185,7 @@ const inUseText = (dataDir: string, holding: Holding, owner = "unknown") =>
 		: `DATA_DIR ${dataDir} is in use by a catalogue process that caches answers in its own memory (${owner}): stop it, ` +
 			"or start it with the same REDIS_URL as this one (docs/storage.md)";
 
-/**
- * Makes `dir` and the folders above it that are missing, one at a time: Node's own recursive
- * mkdirSync loops for ever, at full CPU, on a path under /proc.
- */
+/** Makes `dir` and the missing folders above it one at a time: Node's recursive mkdirSync loops for ever on a path under /proc. */
 export function makeFolder(dir: string): void {
 	const missing: string[] = [];
 	for (let at = dir; !existsSync(at); at = path.dirname(at)) missing.unshift(at);
@@ -214,9 +206,8 @@ interface Open extends Database {
 const opened = new Map<string, Open>();
 
 /**
- * The database of `dataDir`, opened (and created) on first use in the process; `null` gives a
- * database in memory of its own. Throws `UnusableDataDir` when the folder or its file cannot be
- * used, and `DataDirInUse` when another process holds it.
+ * The database of `dataDir`, opened (and created) on first use in the process; `null` gives one in memory of its own.
+ * Throws `UnusableDataDir` when the folder or file cannot be used, and `DataDirInUse` when another process holds it.
  */
 export function openDatabase(dataDir: string | null, holding: Holding): Database {
 	if (dataDir === null) {
@@ -266,9 +257,8 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 }
 
 /**
- * Makes every store this process opens on `dataDir` from now on read one snapshot of it, the same
- * for all collections, however long they take and whatever other processes write meanwhile (one
- * read transaction, held open); no lock is taken. For `npm run export`. Returns its end.
+ * Makes every store this process opens on `dataDir` from now on read one snapshot of it (one read transaction held open), whatever
+ * others write meanwhile; no lock is taken. For `npm run export`. Returns its end.
  */
 export function readSnapshot(dataDir: string): () => void {
 	const dir = path.resolve(dataDir);

@@ -1,8 +1,6 @@
 /**
- * The MongoDB-style queries, sorts and updates the services give moleculer-db, as SQL over a table
- * of `(_id, doc)` rows, `doc` the record's other fields as JSON. Only what the catalogue asks is
- * understood (equality, `$exists`, `$lt`, `$gt`, `$ne`, `$in`, `$regex`, `$or`; `$set`, `$unset`);
- * anything else throws rather than being read as something it is not.
+ * moleculer-db's MongoDB-style queries, sorts and updates as SQL over `(_id, doc)` rows, `doc` the other fields as JSON. Only what the
+ * catalogue asks is understood (equality, `$exists`, `$lt`, `$gt`, `$ne`, `$in`, `$regex`, `$or`; `$set`, `$unset`); else it throws.
  */
 
 export type Value = string | number | null;
@@ -124,9 +122,8 @@ export function updatedDoc(update: Record<string, unknown>): Sql {
 }
 
 /**
- * The columns an update changes, as `SET` assignments: those of the fields it writes or removes,
- * or that are inside one it writes or removes. The others keep their value, and so do the indexes
- * on them: SQLite rewrites an index's entry only when the update names one of its columns.
+ * The columns an update changes, as `SET` assignments: those of the fields it writes or removes, or inside one. The others keep
+ * their value, so SQLite leaves their indexes alone.
  */
 export function updatedColumns(update: Record<string, unknown>, stored: Columns): Sql {
 	const { $set = {}, $unset = {} } = update as { $set?: Record<string, unknown>; $unset?: Record<string, unknown> };

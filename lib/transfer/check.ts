@@ -1,9 +1,6 @@
 /**
- * The whole-file check of an import (docs/contract.md, "Export and import": a file with any invalid line is refused whole,
- * naming the first bad line and why, before anything is written). Fed the file's lines one at a
- * time, it keeps the ids seen (to find a duplicate, and the references a game may make to a record
- * of the file) and the references it could not resolve in the file, which the catalogue is then
- * asked for. It holds an id and a line number per record, never a record.
+ * The whole-file check of an import (docs/contract.md, "Export and import": a file with any invalid line is refused whole, naming the
+ * first bad line). Fed one line at a time, it keeps an id and line number per record, never a record, and the references the file lacks.
  */
 import Validator, { type ValidationSchema } from "fastest-validator";
 import { FORMAT, KINDS, RECORD_FIELDS, VERSION, type Counts, type FileRecord, type Kind } from "./format";
@@ -133,8 +130,8 @@ export class FileCheck {
 	}
 
 	/**
-	 * The file's first problem, once every line was added and the catalogue said which of the outside
-	 * references it holds: a reference to neither, a count unlike the header's, or the problem of a line.
+	 * The file's first problem, once every line was added and the catalogue answered for the outside references:
+	 * a reference to neither, a count unlike the header's, or a line's problem.
 	 */
 	finish(present: (reference: OutsideReference) => boolean): Problem | undefined {
 		const missing = (["category", "author"] as const)

@@ -1,11 +1,7 @@
 /**
- * `npm run export`'s work, given a way to call the services: each collection read a page at a
- * time in id order (each service's internal `exportPage`), spooled to a file of its own, then
- * written after the header, whose counts are known only once everything is read. Only the ids of
- * categories and authors are held, to keep the export consistent while writes go on: a game whose
- * category or author is not in the file (both were created, or the game changed, after they were
- * read) brings that record in, read again; a game whose reference is gone by then was changed or
- * deleted meanwhile, and is read again itself.
+ * `npm run export`'s work: each collection read a page at a time in id order (`exportPage`), spooled, then written after the header
+ * once the counts are known. For consistency while writes go on, a game whose category or author is not in the file brings that
+ * record in, read again; a game whose reference is gone by then is read again itself.
  */
 import { createWriteStream, type WriteStream } from "node:fs";
 import { once } from "node:events";
@@ -36,19 +32,13 @@ export interface ExportSummary {
 	readAgain: number;
 	/** Games left out, still changing after as many rounds: written meanwhile, they may or may not be in an export. */
 	leftOut: number;
-	/**
-	 * Records written that an import would refuse (stored before a rule of today, such as a name
-	 * with a control character): each with why, to be corrected through the API and exported again.
-	 */
+	/** Records written that an import would refuse (a name with a control character, say), each with why, to correct through the API. */
 	refusable: { kind: Kind; id: string; reason: string }[];
 }
 
 const failures = new WeakMap<Writable, Error>();
 
-/**
- * Keeps a stream's error (a full disk, a closed pipe) for its next write or its end: an `error`
- * event nobody listens to would end the process with a stack trace and leave the spool behind.
- */
+/** Keeps a stream's error (a full disk, a closed pipe) for its next write or end: an unheard `error` event would crash the process. */
 export function guarded<T extends Writable>(stream: T): T {
 	stream.on("error", err => failures.set(stream, err));
 	return stream;

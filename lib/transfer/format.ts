@@ -1,8 +1,6 @@
 /**
- * The catalogue's export file (docs/contract.md, "Export and import"): JSON Lines, a header, then the
- * categories, the authors and the games, each kind ordered by id. The rules a record must pass
- * are the services' own (lib/catalogue/kinds.ts), so a file the import takes is one the services
- * take.
+ * The catalogue's export file (docs/contract.md, "Export and import"): JSON Lines, a header, then categories, authors and games, each
+ * ordered by id. Records pass the services' own rules (lib/catalogue/kinds.ts), so a file the import takes is one the services take.
  */
 import { fileRules, type Kind as KindDefinition, type RecordOf } from "../catalogue/kind";
 import { KINDS as DEFINED_KINDS } from "../catalogue/kinds";
@@ -53,10 +51,7 @@ export const RECORD_FIELDS = Object.fromEntries(KINDS.map(kind => [kind.kind, fi
 /** The names of a kind's fields, in the order its lines write them. */
 const fieldsOf = (kind: Kind) => Object.keys(RECORD_FIELDS[kind]);
 
-/**
- * `value` as JSON on one line, U+2028 and U+2029 escaped: JSON allows them raw in a string, but
- * some line readers (Node's readline among them) end a line there.
- */
+/** `value` as JSON on one line, U+2028 and U+2029 escaped: JSON allows them raw, but Node's readline ends a line there. */
 function jsonLine(value: object): string {
 	return JSON.stringify(value).replace(/[\u2028\u2029]/g, separator => `\\u${separator.charCodeAt(0).toString(16)}`);
 }

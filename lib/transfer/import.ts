@@ -1,9 +1,6 @@
 /**
- * `npm run import`'s work, given a way to read the file's lines and to call the services: the
- * whole file checked first (lib/transfer/check.ts), then its records sent in batches to each
- * service's internal `importRecords` (mixins/transfer.mixin.ts), which applies the services' own
- * rules. A batch refused (a reference deleted since the check) is sent again a record at a time,
- * so only the refused records are left out, each reported with its line.
+ * `npm run import`'s work: the whole file checked first (lib/transfer/check.ts), then its records sent in batches to each service's
+ * `importRecords` (mixins/transfer.mixin.ts). A refused batch is sent again a record at a time, so only refused records are left out.
  */
 import { isUnreachable, STORAGE_FAILURE } from "../catalogue/errors";
 import { FileCheck, type OutsideReference, type Problem } from "./check";
@@ -68,10 +65,8 @@ export async function checkFile({ file, lines, call }: ImportOptions): Promise<n
 }
 
 /**
- * The records of a file already checked, with their line numbers, in batches of one kind. They are
- * only parsed again, so the import holds no more than a batch: the services check each record
- * once more, and a file changed since its check stops the import at the first line that is not
- * a record any more.
+ * A checked file's records with their line numbers, in batches of one kind, parsed again so the import holds no more than a batch.
+ * The services check each record again, and a file changed since its check stops at the first line that is no record.
  */
 async function* batches(
 	file: string,
@@ -142,10 +137,7 @@ export function reasonOf(err: unknown): string {
 	return data.map(item => (item as { message?: string }).message ?? JSON.stringify(item)).join("; ");
 }
 
-/**
- * A service's refusal of the records (its validation, or a rule such as a reference that does not
- * exist), as opposed to a failure to reach it (moleculer's 404 and 429 among them) or to store.
- */
+/** A service's refusal of the records (validation, or a rule such as a missing reference), not a failure to reach it or to store. */
 function isRefusal(err: unknown): boolean {
 	const { name, type, code } = err as { name?: string; type?: string; code?: number };
 	if (isUnreachable(name) || type === STORAGE_FAILURE) return false;

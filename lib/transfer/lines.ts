@@ -1,7 +1,6 @@
 /**
- * The lines of an export file or a spool, split at "\n" alone (a "\r" before it dropped). Node's
- * readline also ends a line at U+2028 and U+2029, which JSON allows raw inside a string: a title
- * holding one would be cut in two.
+ * The lines of an export file or a spool, split at "\n" alone (a "\r" before it dropped): Node's readline also splits at U+2028
+ * and U+2029, which JSON allows raw in a string.
  */
 import { createReadStream } from "node:fs";
 import { pipeline } from "node:stream";
