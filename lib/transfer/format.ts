@@ -2,7 +2,7 @@
  * The catalogue's export file (docs/contract.md, "Export and import"): JSON Lines, a header, then categories, authors and games, each
  * ordered by id. Records pass the services' own rules (lib/catalogue/kinds.ts), so a file the import takes is one the services take.
  */
-import { fileRules, type Kind as KindDefinition, type RecordOf } from "../catalogue/kind";
+import { fieldNames, fileRules, type Kind as KindDefinition, type RecordOf } from "../catalogue/kind";
 import { KINDS as DEFINED_KINDS } from "../catalogue/kinds";
 import type { DataServiceName } from "../catalogue/services";
 
@@ -48,8 +48,8 @@ export const RECORD_FIELDS = Object.fromEntries(KINDS.map(kind => [kind.kind, fi
 	ReturnType<typeof fileRules>
 >;
 
-/** The names of a kind's fields, in the order its lines write them. */
-const fieldsOf = (kind: Kind) => Object.keys(RECORD_FIELDS[kind]);
+/** The names of each kind's fields, in the order its lines write them (`id` first), looked up once per line. */
+const FIELD_NAMES = Object.fromEntries(KINDS.map(kind => [kind.kind, fieldNames(kind)])) as Record<Kind, string[]>;
 
 /** `value` as JSON on one line, U+2028 and U+2029 escaped: JSON allows them raw, but Node's readline ends a line there. */
 function jsonLine(value: object): string {
@@ -65,6 +65,6 @@ export function headerLine(counts: Counts, exportedAt: Date): string {
 /** A stored record's line: `kind` first, then its fields in their order; nothing else it may carry. */
 export function recordLine(kind: Kind, record: StoredRecord): string {
 	const line: Record<string, unknown> = { kind };
-	for (const field of fieldsOf(kind)) line[field] = record[field];
+	for (const field of FIELD_NAMES[kind]) line[field] = record[field];
 	return jsonLine(line);
 }
