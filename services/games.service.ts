@@ -3,7 +3,7 @@ import type { Context } from "moleculer";
 import { firstFailure } from "../lib/catalogue/checks";
 import { claim, release, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
-import { notFound, texts } from "../lib/catalogue/errors";
+import { notFound } from "../lib/catalogue/errors";
 import { gameSearch, type GameSearch } from "../lib/catalogue/game-search";
 import { newId, newToken } from "../lib/catalogue/ids";
 import { orphans, referringTo, type References } from "../lib/integrity/integrity";
@@ -39,7 +39,7 @@ const changing: ClaimOptions = { field: "change", leaseMs: config.claimLeaseMs }
 /** Games that are not drafts: a game being created is hidden until its references are checked. */
 const notDraft = { draft: { $exists: false } };
 
-const unknownGame = notFound(texts.gameNotFound);
+const unknownGame = notFound(GAME.unknown);
 
 /** The categories and authors a batch of games refers to. */
 type BatchReferences = { category: string[]; author: string[] };
