@@ -15,7 +15,7 @@ export type Row = { id: string };
 export type CatalogueSchema<T extends Row, Methods = unknown> = ServiceSchema<DbServiceSettings, Store<T> & Methods>;
 
 /** Lets a mixin be written against a typed `this` and still be listed in `mixins`. */
-export const asMixin = <T extends Row>(schema: Partial<CatalogueSchema<T>>) => schema as Partial<ServiceSchema>;
+export const asMixin = <T extends Row, Methods = unknown>(schema: Partial<CatalogueSchema<T, Methods>>) => schema as Partial<ServiceSchema>;
 
 interface FindParams {
 	query?: Record<string, unknown>;
@@ -41,12 +41,10 @@ export interface Store<T extends Row = Row> {
 	/** `R`: the records as `populate` makes them. */
 	_list<R = T>(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: R[]; total: number }>;
 	_get(ctx: Context, params: { id: string }): Promise<T>;
-	_create(ctx: Context, params: Omit<T, "id">): Promise<T>;
-	_update(ctx: Context, params: T): Promise<T>;
 	_remove(ctx: Context, params: { id: string }): Promise<unknown>;
 	transformDocuments(ctx: Context, params: FindParams, docs: Record<string, unknown>[]): Promise<unknown[]>;
 	transformDocuments(ctx: Context, params: FindParams, doc: Record<string, unknown>): Promise<T>;
-	/** Tells moleculer-db (its cache, its hooks) that a record was written outside `_create` and co. */
+	/** Tells moleculer-db (its cache, its hooks) that a record was written outside moleculer-db's own actions. */
 	entityChanged(type: "created" | "updated" | "removed", record: T, ctx: Context): Promise<void>;
 }
 

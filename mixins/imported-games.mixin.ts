@@ -5,8 +5,9 @@ import { newToken } from "../lib/catalogue/ids";
 import type { References } from "../lib/integrity/integrity";
 import type { StoredRecord } from "../lib/transfer/format";
 import type { CatalogueSchema, Row } from "./db.mixin";
+import type { ChangeFeedMethods } from "./change-feed.mixin";
 
-interface ImportedGamesMethods {
+interface ImportedGamesMethods extends ChangeFeedMethods {
 	checkReferences(ctx: Context, references: References | { category: string[]; author: string[] }): Promise<void>;
 }
 
@@ -34,7 +35,9 @@ const schema: Partial<CatalogueSchema<Row, ImportedGamesMethods>> = {
 					category: uniq(records.map(game => game.category as string)),
 					author: uniq(records.map(game => game.author as string)),
 				});
-				shown = await this.adapter.updateMany(mine, { $unset: { draft: true, importing: true } });
+				const byId = new Map(records.map(record => [record.id, record]));
+				const published = { query: mine, update: { $unset: { draft: true, importing: true } } };
+				shown = await this.recorded(ctx, "created", published, id => byId.get(id)!);
 				if (shown < ids.length) throw new Error(`${ids.length - shown} imported draft games outlived their lease`);
 			} catch (err) {
 				await this.adapter.removeMany({ ...mine, draft: { $exists: true } });

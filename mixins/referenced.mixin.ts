@@ -6,6 +6,7 @@ import { actionParams, type Kind } from "../lib/catalogue/kind";
 import { newToken } from "../lib/catalogue/ids";
 import { idOf } from "../lib/catalogue/params";
 import { asMixin, claimStore, type Row } from "./db.mixin";
+import type { ChangeFeedMethods } from "./change-feed.mixin";
 import { TRANSFER_BATCH } from "../lib/transfer/format";
 
 /** A delete in progress is a claim in the record's `deleting` field. */
@@ -22,7 +23,7 @@ export function referencedByGames(kind: Kind) {
 	const unknown = notFound(kind.unknown);
 	const idRule = idOf(kind.unknown);
 	const hasGames = kind.inUse!;
-	return asMixin({
+	return asMixin<Row, ChangeFeedMethods>({
 		actions: {
 			// { <field>: the deleted record }; 400 when the id is unknown or games refer to it.
 			remove: {
@@ -35,7 +36,7 @@ export function referencedByGames(kind: Kind) {
 					try {
 						const games = await ctx.call<number, Record<string, string>>("games.countBy", { [field]: id });
 						if (games > 0) throw inUse(hasGames);
-						const removed = await this.adapter.removeMany({ _id: id, "deleting.token": token });
+						const removed = await this.recorded(ctx, "removed", { query: { _id: id, "deleting.token": token }, remove: true }, () => ({ id }));
 						if (removed === 0) throw new Error(`the delete of ${field} ${id} outlived its lease`);
 					} catch (err) {
 						await release(claimStore(this), id, token, deleting);

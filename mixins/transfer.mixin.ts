@@ -5,6 +5,7 @@ import { EXPORT_PAGE, TRANSFER_BATCH, type StoredRecord } from "../lib/transfer/
 import type { ImportTally } from "../lib/transfer/import";
 import { isDuplicateId } from "../lib/storage/adapter";
 import { safeToRetry, type CatalogueSchema, type Row } from "./db.mixin";
+import type { ChangeFeedMethods } from "./change-feed.mixin";
 
 export interface TransferOptions {
 	kind: Kind;
@@ -12,7 +13,7 @@ export interface TransferOptions {
 	visible?: Record<string, unknown>;
 }
 
-interface TransferMethods {
+interface TransferMethods extends ChangeFeedMethods {
 	/** Stores the records, absent until now, with their ids; throws, storing none, when one is refused. */
 	createImported(ctx: Context, records: StoredRecord[]): Promise<void>;
 }
@@ -84,7 +85,9 @@ export function transferable({ kind, visible = {} }: TransferOptions) {
 		},
 		methods: {
 			async createImported(ctx: Context, records: StoredRecord[]): Promise<void> {
-				await this.adapter.insertMany(records.map(({ id, ...rest }) => ({ ...rest, _id: id })));
+				const byId = new Map(records.map(record => [record.id, record]));
+				const inserted = { insert: records.map(({ id, ...rest }) => ({ ...rest, _id: id })) };
+				await this.recorded(ctx, "created", inserted, id => byId.get(id)!);
 				await this.entityChanged("created", records[records.length - 1], ctx);
 			},
 		},

@@ -3,6 +3,7 @@ import { actionParams, fieldNames, sortOf } from "../lib/catalogue/kind";
 import { AUTHOR } from "../lib/catalogue/kinds";
 import { effectivePage, listParams, sortKeys, type Page } from "../lib/catalogue/page";
 import { cachedFrom } from "../mixins/cache.mixin";
+import { changeFeed, type ChangeFeedMethods } from "../mixins/change-feed.mixin";
 import { dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
@@ -11,9 +12,9 @@ import type { Author, AuthorBody, AuthorPageRequest, AuthorUpdate } from "./auth
 const params = actionParams(AUTHOR);
 const sort = sortOf(AUTHOR)!;
 
-const AuthorsService: CatalogueSchema<Author> = {
+const AuthorsService: CatalogueSchema<Author, ChangeFeedMethods> = {
 	name: "authors",
-	mixins: [dbMixin({ kind: AUTHOR }), referencedByGames(AUTHOR), transferable({ kind: AUTHOR })],
+	mixins: [dbMixin({ kind: AUTHOR }), changeFeed(AUTHOR), referencedByGames(AUTHOR), transferable({ kind: AUTHOR })],
 	settings: {
 		fields: fieldNames(AUTHOR),
 	},
@@ -47,7 +48,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 		create: {
 			params: params.create,
 			async handler(ctx: Context<AuthorBody>): Promise<{ author: Author }> {
-				return { author: await this._create(ctx, ctx.params) };
+				return { author: (await this.createRecord(ctx, ctx.params)) as Author };
 			},
 		},
 
@@ -55,7 +56,7 @@ const AuthorsService: CatalogueSchema<Author> = {
 		update: {
 			params: params.update,
 			async handler(ctx: Context<AuthorUpdate>): Promise<1> {
-				await this._update(ctx, ctx.params);
+				await this.updateRecord(ctx, ctx.params);
 				return 1;
 			},
 		},

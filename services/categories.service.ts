@@ -3,6 +3,7 @@ import { actionParams, fieldNames } from "../lib/catalogue/kind";
 import { CATEGORY } from "../lib/catalogue/kinds";
 import escapeRegExp from "lodash/escapeRegExp";
 import { cachedFrom } from "../mixins/cache.mixin";
+import { changeFeed, type ChangeFeedMethods } from "../mixins/change-feed.mixin";
 import { dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { referencedByGames } from "../mixins/referenced.mixin";
 import { transferable } from "../mixins/transfer.mixin";
@@ -10,9 +11,9 @@ import type { Category, CategoryBody, CategoryFilter, CategoryUpdate } from "./c
 
 const params = actionParams(CATEGORY);
 
-const CategoriesService: CatalogueSchema<Category> = {
+const CategoriesService: CatalogueSchema<Category, ChangeFeedMethods> = {
 	name: "categories",
-	mixins: [dbMixin({ kind: CATEGORY }), referencedByGames(CATEGORY), transferable({ kind: CATEGORY })],
+	mixins: [dbMixin({ kind: CATEGORY }), changeFeed(CATEGORY), referencedByGames(CATEGORY), transferable({ kind: CATEGORY })],
 	settings: {
 		fields: fieldNames(CATEGORY),
 	},
@@ -33,7 +34,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 		create: {
 			params: params.create,
 			async handler(ctx: Context<CategoryBody>): Promise<{ category: Category }> {
-				return { category: await this._create(ctx, ctx.params) };
+				return { category: (await this.createRecord(ctx, ctx.params)) as Category };
 			},
 		},
 
@@ -41,7 +42,7 @@ const CategoriesService: CatalogueSchema<Category> = {
 		update: {
 			params: params.update,
 			async handler(ctx: Context<CategoryUpdate>): Promise<1> {
-				await this._update(ctx, ctx.params);
+				await this.updateRecord(ctx, ctx.params);
 				return 1;
 			},
 		},

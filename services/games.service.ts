@@ -11,6 +11,7 @@ import { actionParams, fieldNames, sortOf, storedOf } from "../lib/catalogue/kin
 import { GAME } from "../lib/catalogue/kinds";
 import { effectivePage, listParams, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
 import { cachedFrom } from "../mixins/cache.mixin";
+import { changeFeed, type ChangeFeedMethods } from "../mixins/change-feed.mixin";
 import { claimStore, dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { importedGames } from "../mixins/imported-games.mixin";
 import { transferable } from "../mixins/transfer.mixin";
@@ -44,7 +45,7 @@ const unknownGame = notFound(GAME.unknown);
 /** The categories and authors a batch of games refers to. */
 type BatchReferences = { category: string[]; author: string[] };
 
-interface GamesMethods {
+interface GamesMethods extends ChangeFeedMethods {
 	checkReferences(ctx: Context, references: References | BatchReferences): Promise<void>;
 	searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]>;
 	withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]>;
@@ -54,6 +55,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	name: "games",
 	mixins: [
 		dbMixin({ kind: GAME, leading: ["draft"], sparseIndexes: ["draft", "change.category", "change.author", "change.at"] }),
+		changeFeed(GAME),
 		// Before transferable: its createImported replaces the plain insert.
 		importedGames,
 		transferable({ kind: GAME, visible: notDraft }),
@@ -111,7 +113,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				await this.adapter.insert(draft);
 				try {
 					await this.checkReferences(ctx, draft);
-					const shown = await this.adapter.updateMany({ _id: draft._id, draft: { $exists: true } }, { $unset: { draft: true } });
+					const publication = { query: { _id: draft._id, draft: { $exists: true } }, update: { $unset: { draft: true } } };
+					const shown = await this.recorded(ctx, "created", publication, id => ({ id, ...storedOf(GAME, ctx.params) }));
 					if (shown === 0) throw new Error(`the draft game ${draft._id} outlived its lease`);
 				} catch (err) {
 					await this.adapter.removeMany({ _id: draft._id, draft: { $exists: true } });
@@ -137,8 +140,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				if (!(await claim(games, id, token, changing, references))) throw unknownGame();
 				try {
 					await this.checkReferences(ctx, references);
-					const update = { $set: game, $unset: { change: true } };
-					if ((await this.adapter.updateMany({ _id: id, "change.token": token }, update)) === 0) {
+					const write = { query: { _id: id, "change.token": token }, update: { $set: game, $unset: { change: true } } };
+					if ((await this.recorded(ctx, "updated", write, () => ({ id, ...game }))) === 0) {
 						if (!(await games.findById(id))) throw unknownGame();
 						throw new Error(`the change of game ${id} outlived its lease`);
 					}
@@ -157,7 +160,8 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			async handler(ctx: Context<{ id: string }>): Promise<{ game: Game }> {
 				const { id } = ctx.params;
 				const stored = await this.adapter.findOne({ _id: id, ...notDraft });
-				if (!stored || (await this.adapter.removeMany({ _id: id, ...notDraft })) === 0) throw unknownGame();
+				const removal = { query: { _id: id, ...notDraft }, remove: true as const };
+				if (!stored || (await this.recorded(ctx, "removed", removal, () => ({ id }))) === 0) throw unknownGame();
 				const game = await this.transformDocuments(ctx, {}, stored);
 				await this.entityChanged("removed", game, ctx);
 				return { game };

@@ -5,7 +5,7 @@
 import type MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cachesInThisProcess } from "../cache/cache";
 import { config, type CatalogueConfig } from "../config/config";
-import { SqliteAdapter } from "./sqlite-adapter";
+import { SqliteAdapter, type Recorded, type RecordedWrite } from "./sqlite-adapter";
 
 /** How long a MongoDB operation waits for a reachable server before it fails. */
 const MONGO_SERVER_WAIT_MS = 5000;
@@ -64,3 +64,40 @@ export const isDuplicateId = (err: unknown) => {
 	const { duplicateId, code } = err as { duplicateId?: boolean; code?: number };
 	return duplicateId === true || code === 11000;
 };
+
+/** moleculer-db-adapter-mongo's writes, as its type declarations leave them out. */
+interface MongoWrites {
+	insertMany(docs: Record<string, unknown>[]): Promise<unknown[]>;
+	updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
+	removeMany(query: Record<string, unknown>): Promise<number>;
+}
+
+/**
+ * Runs `write` and records a change of each record it wrote in the collection's feed, in one transaction (SQLite): how many records
+ * it wrote, and the changes recorded. MongoDB keeps no feed yet (docs/followers.md): the write alone, and no change.
+ */
+export async function recordedWrite(
+	adapter: unknown,
+	write: RecordedWrite,
+	changeOf: (id: string) => Record<string, unknown>,
+): Promise<{ written: number; changes: Recorded[] }> {
+	if (adapter instanceof SqliteAdapter) {
+		const changes = await adapter.recordedWrite(write, changeOf);
+		return { written: changes.length, changes };
+	}
+	const mongo = adapter as MongoWrites;
+	if ("insert" in write) return { written: (await mongo.insertMany(write.insert)).length, changes: [] };
+	if ("update" in write) return { written: await mongo.updateMany(write.query, write.update), changes: [] };
+	return { written: await mongo.removeMany(write.query), changes: [] };
+}
+
+/** Up to `limit` changes of the collection after `after`, with its feed's bounds; an empty feed on MongoDB. */
+export function changesAfter(adapter: unknown, after: number, limit: number): Promise<{ changes: Recorded[]; first: number; last: number }> {
+	if (adapter instanceof SqliteAdapter) return adapter.changesAfter(after, limit);
+	return Promise.resolve({ changes: [], first: 1, last: 0 });
+}
+
+/** Drops the feed's changes beyond its retention: how many. */
+export function pruneChanges(adapter: unknown, retention: { maxAgeMs: number; maxChanges: number }): Promise<number> {
+	return adapter instanceof SqliteAdapter ? adapter.pruneChanges(retention) : Promise.resolve(0);
+}

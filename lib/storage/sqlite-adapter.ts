@@ -9,6 +9,12 @@ import { migrateNeDbFile } from "./nedb-migration";
 type Doc = Record<string, unknown>;
 type Row = { _id: string; doc: string };
 
+/** A write whose every record gets a change in the feed (`recordedWrite`): records inserted, or those of `query` updated or removed. */
+export type RecordedWrite = { insert: Doc[] } | { query: Doc; update: Doc } | { query: Doc; remove: true };
+
+/** A change as the feed keeps it: what `recordedWrite` was given, and its place in the feed. */
+export type Recorded = Doc & { seq: number };
+
 interface FindParams {
 	query?: Doc;
 	sort?: string[];
@@ -53,6 +59,8 @@ export class SqliteAdapter {
 	private readonly columns: Columns;
 	/** What an `INSERT` of a `row` names: `_id`, `doc` and each column, a `?` for each. */
 	private readonly inserted: string;
+	/** The collection's change feed: a table of its own whose `seq` SQLite never hands out twice (AUTOINCREMENT). */
+	private readonly feed: string;
 	private service: Service | undefined;
 	/** Why the disk refused the last write, until one is stored again. */
 	refusedWrites: string | undefined;
@@ -62,6 +70,7 @@ export class SqliteAdapter {
 		this.columns = new Set([...indexes, ...sparseIndexes, ...orders.flat()].filter(field => field !== "_id"));
 		const named = ["_id", "doc", ...[...this.columns].map(field => column(field, this.columns))];
 		this.inserted = `${options.collection} (${named.join(", ")}) VALUES (${named.map(() => "?").join(", ")})`;
+		this.feed = `${options.collection}_changes`;
 	}
 
 	/** The values of an inserted row: the id, the other fields as JSON, each column's field. */
@@ -115,6 +124,7 @@ export class SqliteAdapter {
 		for (const field of indexes) index(field, [field, "_id"]);
 		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field, this.columns)} IS NOT NULL`);
 		for (const order of orders) index(`by_${order.join("_")}`, order);
+		writer.exec(`CREATE TABLE IF NOT EXISTS ${this.feed} (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL)`);
 		if (dataDir === null) return;
 		const put = (doc: Doc) => this.db.prepared(`INSERT OR REPLACE INTO ${this.inserted}`).run(...this.row(doc));
 		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
@@ -292,6 +302,69 @@ export class SqliteAdapter {
 
 	clear(): Promise<number> {
 		return this.removeMany({});
+	}
+
+	/**
+	 * Runs `write` and appends `changeOf(id)` to the feed for each record it wrote, in one transaction: a change is in the feed if and
+	 * only if its write is stored. The changes appended, in feed order: one per record written.
+	 */
+	recordedWrite(write: RecordedWrite, changeOf: (id: string) => Doc): Promise<Recorded[]> {
+		const { collection } = this.options;
+		return this.transaction(db => {
+			let ids: string[];
+			if ("insert" in write) {
+				const insert = db.prepare(`INSERT INTO ${this.inserted}`);
+				for (const entity of write.insert) insert.run(...this.row(entity));
+				ids = write.insert.map(entity => String(entity._id));
+			} else {
+				const condition = where(write.query, this.columns);
+				const change = "update" in write ? this.updated(write.update) : { sql: `DELETE FROM ${collection}`, values: [] };
+				const statement = db.prepare(`${change.sql} WHERE ${condition.sql} RETURNING _id`);
+				ids = (statement.all(...change.values, ...condition.values) as { _id: string }[]).map(row => row._id);
+			}
+			const append = db.prepare(`INSERT INTO ${this.feed} (at, change) VALUES (?, ?) RETURNING seq`);
+			const at = Date.now();
+			return ids.map(id => {
+				const change = changeOf(id);
+				return { ...change, seq: (append.get(at, JSON.stringify(change)) as { seq: number }).seq };
+			});
+		});
+	}
+
+	/** Up to `limit` changes after `after`, in feed order, and the feed's bounds read in the same snapshot. */
+	changesAfter(after: number, limit: number): Promise<{ changes: Recorded[]; first: number; last: number }> {
+		const { writer, prepared } = this.db;
+		// A snapshot's connection (`readSnapshot`) is in its read transaction already.
+		if (writer.isTransaction) return Promise.resolve(this.feedPage(prepared, after, limit));
+		writer.exec("BEGIN");
+		try {
+			return Promise.resolve(this.feedPage(prepared, after, limit));
+		} finally {
+			writer.exec("COMMIT");
+		}
+	}
+
+	private feedPage(prepared: Database["prepared"], after: number, limit: number) {
+		const rows = prepared(`SELECT seq, change FROM ${this.feed} WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, limit) as {
+			seq: number;
+			change: string;
+		}[];
+		const bounds = prepared(
+			`SELECT (SELECT seq FROM sqlite_sequence WHERE name = ?) AS last, (SELECT min(seq) FROM ${this.feed}) AS first`,
+		).get(this.feed) as { last: number | null; first: number | null };
+		const last = bounds.last ?? 0;
+		const changes = rows.map(({ seq, change }) => ({ ...(JSON.parse(change) as Doc), seq }));
+		return { changes, first: bounds.first ?? last + 1, last };
+	}
+
+	/** Drops the feed's changes older than `maxAgeMs` or beyond the latest `maxChanges`: how many. */
+	pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }): Promise<number> {
+		return this.write(db => {
+			const statement = db.prepare(
+				`DELETE FROM ${this.feed} WHERE at < ? OR seq <= (SELECT seq FROM sqlite_sequence WHERE name = ?) - ?`,
+			);
+			return Number(statement.run(Date.now() - maxAgeMs, this.feed, maxChanges).changes);
+		});
 	}
 
 	/** Whether the disk takes writes again: a write to `catalogue_meta` as large as a few record writes (a tiny one may fit), removed. */

@@ -1,4 +1,4 @@
-import { startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
+import { RECORDED_INSERT, startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
 
 let catalogue: Catalogue;
 let api: Api;
@@ -76,7 +76,7 @@ describe("PUT /author (create)", () => {
 
 	test("a storage failure answers 400 'Error creating author'", async () => {
 		const author = { name: "Ana", nationality: "Spanish" };
-		const answer = await withBrokenStorage(catalogue, ["authors", "insert"], () => api.put("/author", author));
+		const answer = await withBrokenStorage(catalogue, ["authors", RECORDED_INSERT], () => api.put("/author", author));
 		expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating author" } });
 	});
 });

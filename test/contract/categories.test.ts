@@ -1,4 +1,4 @@
-import { startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
+import { RECORDED_INSERT, startCatalogue, withBrokenStorage, unknownIds, type Api, type Catalogue } from "../support/catalogue";
 
 let catalogue: Catalogue;
 let api: Api;
@@ -34,7 +34,7 @@ describe("PUT /category (create)", () => {
 	});
 
 	test("a storage failure answers 400 with a msg", async () => {
-		const answer = await withBrokenStorage(catalogue, ["categories", "insert"], () => api.put("/category", { name: "Broken" }));
+		const answer = await withBrokenStorage(catalogue, ["categories", RECORDED_INSERT], () => api.put("/category", { name: "Broken" }));
 		expect(answer).toMatchObject({ status: 400, body: { msg: "Error creating category" } });
 	});
 });

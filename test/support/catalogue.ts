@@ -245,19 +245,23 @@ export async function forgetCachedAnswers(catalogue: Catalogue): Promise<void> {
  */
 export async function withBrokenStorage<T>(
 	catalogue: Catalogue,
-	[service, method]: [string, string],
+	[service, methods]: [string, string | string[]],
 	request: () => Promise<T>,
 ): Promise<T> {
 	const { adapter } = localService<{ adapter: Record<string, unknown> }>(catalogue, service);
-	const original = adapter[method];
-	adapter[method] = () => Promise.reject(new Error("disk unavailable"));
+	const broken = typeof methods === "string" ? [methods] : methods;
+	const originals = broken.map(method => adapter[method]);
+	for (const method of broken) adapter[method] = () => Promise.reject(new Error("disk unavailable"));
 	await forgetCachedAnswers(catalogue);
 	try {
 		return await request();
 	} finally {
-		adapter[method] = original;
+		broken.forEach((method, index) => (adapter[method] = originals[index]));
 	}
 }
+
+/** The adapter methods a recorded write (a create, update or remove) goes through: SQLite's, or MongoDB's insert. */
+export const RECORDED_INSERT = ["recordedWrite", "insertMany"];
 
 /** What a failure body must never show: a stack, a file of the service or of its dependencies. */
 export const INTERNALS = /stack|node_modules|\/services\/|at .+:\d+:\d+/;
