@@ -66,7 +66,7 @@ export function changeFeed(kind: Kind) {
 				const id = newId();
 				const stored = storedOf(kind, body as BodyOf<Kind>);
 				await this.recorded(ctx, "created", { insert: [{ _id: id, ...stored }] }, () => ({ id, ...stored }));
-				const created = (await this.transformDocuments(ctx, {}, { _id: id, ...stored }));
+				const created = await this.transformDocuments(ctx, {}, { _id: id, ...stored });
 				await this.entityChanged("created", created, ctx);
 				return created;
 			},
@@ -80,7 +80,9 @@ export function changeFeed(kind: Kind) {
 		},
 		started() {
 			pruning = setInterval(() => {
-				pruneChanges(this.adapter, FEED_RETENTION).catch((err: Error) => this.logger.warn("The change feed was not pruned:", err.message));
+				pruneChanges(this.adapter, FEED_RETENTION).catch((err: Error) =>
+					this.logger.warn("The change feed was not pruned:", err.message),
+				);
 			}, PRUNE_EVERY_MS);
 			pruning.unref();
 		},

@@ -36,7 +36,12 @@ export function referencedByGames(kind: Kind) {
 					try {
 						const games = await ctx.call<number, Record<string, string>>("games.countBy", { [field]: id });
 						if (games > 0) throw inUse(hasGames);
-						const removed = await this.recorded(ctx, "removed", { query: { _id: id, "deleting.token": token }, remove: true }, () => ({ id }));
+						const removed = await this.recorded(
+							ctx,
+							"removed",
+							{ query: { _id: id, "deleting.token": token }, remove: true },
+							() => ({ id }),
+						);
 						if (removed === 0) throw new Error(`the delete of ${field} ${id} outlived its lease`);
 					} catch (err) {
 						await release(claimStore(this), id, token, deleting);

@@ -92,7 +92,11 @@ export async function recordedWrite(
 }
 
 /** Up to `limit` changes of the collection after `after`, with its feed's bounds; an empty feed on MongoDB. */
-export function changesAfter(adapter: unknown, after: number, limit: number): Promise<{ changes: Recorded[]; first: number; last: number }> {
+export function changesAfter(
+	adapter: unknown,
+	after: number,
+	limit: number,
+): Promise<{ changes: Recorded[]; first: number; last: number }> {
 	if (adapter instanceof SqliteAdapter) return adapter.changesAfter(after, limit);
 	return Promise.resolve({ changes: [], first: 1, last: 0 });
 }

@@ -124,7 +124,9 @@ export class SqliteAdapter {
 		for (const field of indexes) index(field, [field, "_id"]);
 		for (const field of sparseIndexes) index(field, [field], ` WHERE ${column(field, this.columns)} IS NOT NULL`);
 		for (const order of orders) index(`by_${order.join("_")}`, order);
-		writer.exec(`CREATE TABLE IF NOT EXISTS ${this.feed} (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL)`);
+		writer.exec(
+			`CREATE TABLE IF NOT EXISTS ${this.feed} (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL)`,
+		);
 		if (dataDir === null) return;
 		const put = (doc: Doc) => this.db.prepared(`INSERT OR REPLACE INTO ${this.inserted}`).run(...this.row(doc));
 		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
