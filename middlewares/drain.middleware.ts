@@ -55,7 +55,9 @@ export function drainGateway(timeoutMs: number): Middleware {
 			if (service.name === "api" && server) trackAnswers(server);
 		},
 		async stopping(broker: ServiceBroker) {
-			const gateway = broker.getLocalService("api") as unknown as { server?: Server } | undefined;
+			const gateway = broker.getLocalService("api") as unknown as { server?: Server; endStreams?: () => void } | undefined;
+			// An answer that never ends (GET /changes) ends first: its client resumes from another gateway.
+			gateway?.endStreams?.();
 			if (gateway?.server?.listening) await drain(gateway.server, timeoutMs);
 		},
 	};

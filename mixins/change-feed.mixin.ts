@@ -51,7 +51,7 @@ export function changeFeed(kind: Kind) {
 				const subject = (ctx.meta as { user?: SignedIn | null }).user?.sub;
 				const { written, changes } = await recordedWrite(this.adapter, write, id => ({
 					id: newId(),
-					service: kind.service,
+					kind: kind.kind,
 					type,
 					at,
 					requestId: ctx.requestID ?? null,

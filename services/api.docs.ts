@@ -9,11 +9,16 @@ import { AUTHOR, CATEGORY, GAME, KINDS } from "../lib/catalogue/kinds";
 import { objectSchema, type JsonSchema, type Params } from "../lib/http/json-schema";
 import type { OperationDoc } from "../lib/http/openapi";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../lib/catalogue/page";
+import { texts } from "../lib/catalogue/errors";
+import { streamParams } from "../lib/feed/sse";
 
 /** Every HTTP action's `params`, by full name. */
-export const params: Record<string, Params | undefined> = Object.fromEntries(
-	KINDS.flatMap(kind => Object.entries(actionParams(kind)).map(([action, rules]) => [`${kind.service}.${action}`, rules as Params])),
-);
+export const params: Record<string, Params | undefined> = {
+	...Object.fromEntries(
+		KINDS.flatMap(kind => Object.entries(actionParams(kind)).map(([action, rules]) => [`${kind.service}.${action}`, rules as Params])),
+	),
+	"api.changes": streamParams,
+};
 
 /** A record's fields as `create` validates them, each described, with the id the service gives it: an answer carries each field. */
 export const recordSchema = (kind: Kind): JsonSchema => {
@@ -235,6 +240,28 @@ export const operations = withFailures({
 		fields: idField("game"),
 	}),
 
+	"api.changes": {
+		tag: "changes",
+		summary: "Follow every change of the catalogue, as Server-Sent Events",
+		description:
+			"Each event is one created, updated or removed record (docs/followers.md), in the order of each kind's writes; its id is the " +
+			"position to resume from with `Last-Event-ID`. A `ready` event names the position once the stream has caught up; a `reset` " +
+			"event says the changes after the position sent are no longer kept. A comment line every 15 s keeps the stream alive.",
+		answer: {
+			description: "A stream of events, `text/event-stream`: each `data` is a change (the `Change` schema).",
+			schema: { type: "string" },
+			example:
+				'id: authors:12,categories:3,games:1033\ndata: {"id":"01JD…","kind":"game","type":"updated","seq":1033,"at":"2026-11-26T16:00:00.000Z","requestId":"…","record":{"id":"01JB…","title":"Tigris & Euphrates","age":12,"category":"01JA…","author":"01JA…"}}\n\n',
+			contentType: "text/event-stream",
+		},
+		fields: {
+			kinds: "The kinds of record to follow, separated by commas: `category`, `author`, `game` (all by default).",
+			lastEventId: "Where to resume, for a client that cannot send the `Last-Event-ID` header: the id of the last event it read.",
+		},
+		invalid: { kinds: "player" },
+		failures: [texts.notAPosition],
+		stream: true,
+	},
 	"api.live": gatewayOwn({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
 	"api.ready": {
 		...gatewayOwn({ summary: "Readiness: the gateway reaches every service, and each one's store answers", answer: status("ready") }),

@@ -40,9 +40,13 @@ export const docsAliases = {
 	"GET /docs.js": "api.docsScript",
 };
 
+/** The change feed, a route of its own: its answer is a stream (docs/followers.md). */
+export const changesAliases = { "GET /": "api.changes" };
+
 /** Each route's alias table, as the OpenAPI document (lib/http/openapi.ts) reads them. */
 export const routeAliases = [
 	{ path: "/", aliases },
+	{ path: "/changes", aliases: changesAliases },
 	{ path: "/docs", aliases: docsAliases },
 ];
 
@@ -55,7 +59,8 @@ export function needOf(
 	alias: { method: string; action?: unknown },
 	{ apiToken, signIn }: Pick<CatalogueConfig, "apiToken" | "signIn">,
 ): Need {
-	if (String(alias.action).startsWith("api.")) return "nothing";
+	// The change feed is read as the lists are.
+	if (String(alias.action).startsWith("api.") && alias.action !== "api.changes") return "nothing";
 	if (WRITE_METHODS.has(alias.method)) return apiToken !== null || signIn !== null ? "writer" : "nothing";
 	return signIn?.reads === "user" ? "user" : "nothing";
 }

@@ -26,7 +26,8 @@ import {
 	securityHeaders,
 } from "../lib/http/http-guards";
 import { info, operations, params, schemas } from "./api.docs";
-import { aliases, corsPolicy, docsAliases, needOf, retryAfter, routeAliases, signInDoc } from "./api.routes";
+import { aliases, changesAliases, corsPolicy, docsAliases, needOf, retryAfter, routeAliases, signInDoc } from "./api.routes";
+import { changeStream, type StreamMeta } from "../mixins/change-stream.mixin";
 
 /** The node's answer to a health path, its status included: a 503 here is an answer, not a failure. */
 async function health(service: Service, ctx: Context<unknown, ResponseMeta>, path: HealthPath) {
@@ -66,7 +67,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		name: "api",
 		// The gateway's node looks reads up in the cache itself (lib/cache/answers.ts), so it hears
 		// of the writes Redis could not record, for every service.
-		mixins: [ApiGateway, generationNews(DATA_SERVICE_NAMES)],
+		mixins: [ApiGateway, generationNews(DATA_SERVICE_NAMES), changeStream()],
 		settings: {
 			port: options.port,
 			// The whole request must arrive within this (Node's default is 5 minutes): a client
@@ -106,6 +107,24 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						data: unknown,
 					) {
 						return sentAnswer(ctx, req, res, data);
+					},
+				},
+				{
+					path: "/changes",
+					mappingPolicy: "restrict",
+					autoAliases: false,
+					aliases: changesAliases,
+					use: [limitUrlLength, ...(cors ? [] : [refuseOptions])],
+					cors,
+					rateLimit: rateLimitPolicy("changes"),
+					authentication: checksSenders,
+					authorization: checksSenders,
+					callOptions: { tracking: false },
+					// The stream starts after the client's Last-Event-ID, and counts against its address's streams.
+					onBeforeCall(ctx: Context<unknown, StreamMeta>, _route: unknown, req: IncomingMessage) {
+						const lastEventId = req.headers["last-event-id"];
+						if (typeof lastEventId === "string") ctx.meta.lastEventId = lastEventId;
+						ctx.meta.clientAddress = clientAddress(req);
 					},
 				},
 				docsRoute(docsAliases, rateLimitPolicy("docs")),

@@ -50,6 +50,10 @@ export const texts = {
 	internal: "Internal server error",
 	importedTwice: "A batch of imported records names one id twice",
 	importedMeanwhile: "A record with an id of the batch was stored meanwhile",
+	notAPosition: "The Last-Event-ID is not a position /changes gave: open /changes without it to follow from now",
+	streamsPerClient: "Too many change streams are open from this address; close one before opening another",
+	streamsFull: "The gateway holds as many change streams as it may; try again later",
+	unknownKinds: "The 'kinds' field must list kinds of record (category, author, game), separated by commas.",
 } as const;
 
 export type ErrorText = (typeof texts)[keyof typeof texts];
@@ -93,6 +97,14 @@ export const writeRoleRequired = (role: string) =>
 export const PROVIDER_UNREACHABLE = "IDENTITY_PROVIDER_UNREACHABLE";
 export const providerUnreachable = (retryAt: number, reason: string) =>
 	new Errors.MoleculerError(texts.providerUnreachable, 503, PROVIDER_UNREACHABLE, { retryAt, reason });
+
+/** GET /changes past the streams one client may hold (429), or past those the gateway may hold (503, with Retry-After). */
+export const STREAMS_FULL = "STREAMS_FULL";
+export const tooManyStreams = (ofClient: boolean) =>
+	ofClient
+		? new Errors.MoleculerClientError(texts.streamsPerClient, 429, "STREAMS_PER_CLIENT")
+		: new Errors.MoleculerError(texts.streamsFull, 503, STREAMS_FULL);
+export const notAPosition = () => new CatalogueError(texts.notAPosition, "NOT_A_POSITION");
 
 export interface FailureTexts {
 	/** The error an unknown id becomes. */

@@ -2,16 +2,25 @@
  * The change feed's words (docs/followers.md): a change of one record, a position in each kind's feed, and the feed's retention.
  * Each data service keeps its kind's changes in its own store, in the transaction of the write they record.
  */
+import { AUTHOR, CATEGORY, GAME } from "../catalogue/kinds";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
 
 export type ChangeType = "created" | "updated" | "removed";
+
+/** The service that keeps each kind's records, and its feed. */
+export const FEED_SERVICES = Object.fromEntries([CATEGORY, AUTHOR, GAME].map(kind => [kind.kind, kind.service])) as Record<
+	"category" | "author" | "game",
+	DataServiceName
+>;
+
+export type ChangeKind = keyof typeof FEED_SERVICES;
 
 /** One acknowledged change of one record, as the feed keeps it, the broker broadcasts it (`<service>.<type>`) and /changes sends it. */
 export interface Change {
 	/** Unique for ever (a ULID): a follower that sees it twice knows it is a duplicate. */
 	id: string;
-	/** The service whose records changed: authors, categories or games. */
-	service: DataServiceName;
+	/** The kind of record changed: category, author or game. */
+	kind: ChangeKind;
 	type: ChangeType;
 	/** Its place in the service's feed: 1, 2, 3... in the order the writes committed, never reused. */
 	seq: number;

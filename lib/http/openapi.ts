@@ -29,6 +29,8 @@ export interface OperationDoc {
 	fields?: Record<string, string>;
 	/** Answered by the gateway itself: no other service is needed (no 503 or 504). */
 	local?: boolean;
+	/** A stream that does not end (GET /changes): never a 304, and past its bounds a 429 or 503. */
+	stream?: boolean;
 }
 
 export interface DocumentSources {
@@ -174,7 +176,7 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 			(body.properties as JsonSchema)[name] = describe(name, (body.properties as Record<string, JsonSchema>)[name]);
 	const invalid = badRequest(doc, params, body !== undefined, names);
 	const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
-	const read = method === "get";
+	const read = method === "get" && !doc.stream;
 	const signIn = operationSecurity(sources.signIn, method, action);
 	const parameters = [...pathParameters, ...queryParameters, ...(read ? [conditionalGet.parameter] : [])];
 	return {

@@ -57,7 +57,7 @@ describe("every acknowledged write is one change, with the record after it", () 
 			["updated", { id: category.id, name: "Feed 2" }],
 		]);
 		for (const change of games) {
-			expect(change).toMatchObject({ service: "games", id: expect.stringMatching(/^[0-9A-Z]{26}$/) });
+			expect(change).toMatchObject({ kind: "game", id: expect.stringMatching(/^[0-9A-Z]{26}$/) });
 			expect(Date.parse(change.at)).toBeGreaterThan(Date.now() - 60_000);
 		}
 		expect(new Set(games.map(change => change.id)).size).toBe(3);

@@ -1,0 +1,122 @@
+/**
+ * The change feed as Server-Sent Events (GET /changes, docs/followers.md): one client's stream, its frames and its bounds. The
+ * gateway's hub (mixins/change-stream.mixin.ts) hands every stream the changes it reads, in each kind's order.
+ */
+import { PassThrough } from "node:stream";
+import { texts } from "../catalogue/errors";
+import type { DataServiceName } from "../catalogue/services";
+import { FEED_SERVICES, positionText, type Change, type Position } from "./changes";
+
+/** Bytes a stream may hold unsent (a slow or stalled client); beyond, it is closed, and the client resumes with Last-Event-ID. */
+export const STREAM_BUFFER_BYTES = 256 * 1024;
+
+/** How often an idle stream gets a comment line, so that proxies and the client see it alive. */
+export const HEARTBEAT_MS = 15_000;
+
+const KINDS = Object.keys(FEED_SERVICES).join("|");
+
+/** GET /changes's query: the kinds followed, and where to resume for a client that cannot send Last-Event-ID. */
+export const streamParams = {
+	$$strict: "remove",
+	kinds: {
+		type: "string",
+		optional: true,
+		pattern: new RegExp(`^(${KINDS})(,(${KINDS}))*$`),
+		messages: { stringPattern: texts.unknownKinds },
+	},
+	lastEventId: { type: "string", optional: true, max: 200 },
+} as const;
+
+/** How long a client waits before it reconnects (the `retry` field). */
+const RECONNECT_MS = 2000;
+
+/** One event's text: JSON on one line, U+2028 and U+2029 escaped as well, since some clients split lines at them. */
+export function frame(event: string | undefined, id: string | undefined, data: unknown): string {
+	const json = JSON.stringify(data)
+		.replace(/\u2028/g, "\\u2028")
+		.replace(/\u2029/g, "\\u2029");
+	return `${event ? `event: ${event}\n` : ""}${id === undefined ? "" : `id: ${id}\n`}data: ${json}\n\n`;
+}
+
+/** What a stream says when the feed no longer holds the changes after the client's position. */
+export const RESET_TEXT =
+	"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.";
+
+/**
+ * One client's stream: the changes of the kinds it follows, each sent once after its position. While it catches up from the
+ * feeds (`catchUp`), the changes the hub hands it wait, so that it sends every kind's changes in order.
+ */
+export class ChangeStream {
+	readonly body = new PassThrough();
+	private waiting: Change[] | undefined = [];
+	private heartbeat: NodeJS.Timeout;
+	private ended = false;
+
+	constructor(
+		/** The last change sent of each kind. */
+		private readonly position: Position,
+		private readonly follows: ReadonlySet<DataServiceName>,
+		private readonly onClose: () => void,
+	) {
+		this.write(`retry: ${RECONNECT_MS}\n\n`);
+		this.heartbeat = setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS);
+		this.heartbeat.unref();
+		this.body.once("close", () => this.close());
+	}
+
+	get closed(): boolean {
+		return this.body.destroyed;
+	}
+
+	/** Where the stream is in `service`'s feed. */
+	at(service: DataServiceName): number {
+		return this.position[service];
+	}
+
+	/** A change read live: sent now, or once the stream has caught up. */
+	offer(change: Change): void {
+		if (this.waiting) this.waiting.push(change);
+		else this.send(change);
+	}
+
+	/** A change read while catching up. */
+	send(change: Change): void {
+		const service = FEED_SERVICES[change.kind];
+		if (!this.follows.has(service) || change.seq <= this.position[service]) return;
+		this.position[service] = change.seq;
+		this.write(frame(undefined, positionText(this.position), change));
+	}
+
+	/** The feed no longer holds the changes after the stream's position in `service`: says so, and carries on from `last`. */
+	reset(service: DataServiceName, last: number): void {
+		if (!this.follows.has(service)) return;
+		this.position[service] = last;
+		this.write(frame("reset", positionText(this.position), { msg: RESET_TEXT, service }));
+	}
+
+	/** Caught up: the `ready` event, which names the position, then the changes handed over meanwhile. */
+	caughtUp(): void {
+		const waiting = this.waiting ?? [];
+		this.waiting = undefined;
+		this.write(frame("ready", positionText(this.position), { position: positionText(this.position) }));
+		for (const change of waiting) this.send(change);
+	}
+
+	/** Writes `text`, or closes a stream whose client does not read what it is sent. */
+	private write(text: string): void {
+		if (this.closed) return;
+		if (this.body.readableLength + this.body.writableLength > STREAM_BUFFER_BYTES) {
+			this.body.destroy();
+			return;
+		}
+		this.body.write(text);
+	}
+
+	close(): void {
+		if (this.ended) return;
+		this.ended = true;
+		clearInterval(this.heartbeat);
+		if (!this.body.destroyed) this.body.end();
+		this.onClose();
+	}
+}

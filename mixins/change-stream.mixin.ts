@@ -1,0 +1,182 @@
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { notAPosition, tooManyStreams } from "../lib/catalogue/errors";
+import { DATA_SERVICE_NAMES, type DataServiceName } from "../lib/catalogue/services";
+import { FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type ChangeType, type FeedPage, type Position } from "../lib/feed/changes";
+import { ChangeStream, streamParams } from "../lib/feed/sse";
+
+/** Streams one gateway holds at once, and one client address. */
+export const STREAM_LIMITS = { total: 1000, perClient: 8 };
+
+/** How often the hub reads each feed, for changes whose broadcast it missed (a node killed after a write, before its broadcast). */
+const POLL_MS = 1000;
+
+const TYPES: ChangeType[] = ["created", "updated", "removed"];
+
+/** What the route's onBeforeCall hands the action from the request: its Last-Event-ID and who sent it. */
+export type StreamMeta = {
+	lastEventId?: string;
+	clientAddress?: string;
+	$responseType?: string;
+	$responseHeaders?: Record<string, string>;
+};
+
+interface Hub {
+	/** The last change handed to the streams, per service; unknown until its feed is first read. */
+	position: Partial<Position>;
+	streams: Set<ChangeStream>;
+	perClient: Map<string, number>;
+	/** Each service's read in progress: one at a time, so changes are handed over in order. */
+	reading: Partial<Record<DataServiceName, Promise<void>>>;
+	poll?: NodeJS.Timeout;
+}
+
+type HubMethods = {
+	hub: Hub;
+	pull(service: DataServiceName): Promise<void>;
+	readFeed(service: DataServiceName): Promise<void>;
+	heard(change: Change): void;
+	catchUp(stream: ChangeStream, follows: Set<DataServiceName>): Promise<void>;
+	endStreams(): void;
+};
+
+/**
+ * GET /changes on the gateway (docs/followers.md): one hub per gateway reads the services' feeds, woken by their broadcasts and
+ * every POLL_MS, and hands each change to the streams of its clients. Every gateway reads the same feeds, so all see the same changes.
+ */
+export function changeStream(): Partial<ServiceSchema> {
+	const events = Object.fromEntries(
+		DATA_SERVICE_NAMES.flatMap(service =>
+			TYPES.map(type => [
+				`${service}.${type}`,
+				function (this: HubMethods, ctx: Context<Change>) {
+					this.heard(ctx.params);
+				},
+			]),
+		),
+	);
+	const schema: Partial<ServiceSchema<ServiceSettingSchema, HubMethods>> = {
+		actions: {
+			// The change feed as Server-Sent Events, after the position of Last-Event-ID (or `lastEventId`) or from now, of the `kinds`
+			// listed (all by default); 400 for a position it did not give, 429 past a client's streams, 503 past the gateway's.
+			changes: {
+				visibility: "published",
+				params: streamParams,
+				async handler(ctx: Context<{ kinds?: string; lastEventId?: string }, StreamMeta>) {
+					const { hub } = this;
+					const sent = ctx.meta.lastEventId ?? ctx.params.lastEventId;
+					const from = sent === undefined ? undefined : parsePosition(sent);
+					if (sent !== undefined && !from) throw notAPosition();
+					const client = ctx.meta.clientAddress ?? "unknown";
+					if (hub.streams.size >= STREAM_LIMITS.total) throw tooManyStreams(false);
+					if ((hub.perClient.get(client) ?? 0) >= STREAM_LIMITS.perClient) throw tooManyStreams(true);
+					await Promise.all(DATA_SERVICE_NAMES.map(service => this.pull(service)));
+					const follows = new Set(
+						ctx.params.kinds?.split(",").map(kind => FEED_SERVICES[kind as keyof typeof FEED_SERVICES]) ?? DATA_SERVICE_NAMES,
+					);
+					const stream = new ChangeStream({ ...(hub.position as Position), ...from }, follows, () => {
+						hub.streams.delete(stream);
+						const open = (hub.perClient.get(client) ?? 1) - 1;
+						if (open > 0) hub.perClient.set(client, open);
+						else hub.perClient.delete(client);
+					});
+					hub.streams.add(stream);
+					hub.perClient.set(client, (hub.perClient.get(client) ?? 0) + 1);
+					ctx.meta.$responseType = "text/event-stream; charset=utf-8";
+					ctx.meta.$responseHeaders = { "Cache-Control": "no-store", "X-Accel-Buffering": "no" };
+					void this.catchUp(stream, follows).catch((err: Error) => {
+						this.logger.warn("A change stream could not catch up:", err.message);
+						stream.close();
+					});
+					return stream.body;
+				},
+			},
+		},
+		events,
+		methods: {
+			/** Hands over the changes of `service` after the hub's position: one read at a time per service, each after the last. */
+			pull(service: DataServiceName): Promise<void> {
+				const { hub } = this;
+				const next = (hub.reading[service] ?? Promise.resolve()).then(() => this.readFeed(service));
+				const settled = next.catch(() => undefined);
+				hub.reading[service] = settled;
+				void settled.then(() => {
+					if (hub.reading[service] === settled) delete hub.reading[service];
+				});
+				return next;
+			},
+
+			async readFeed(service: DataServiceName): Promise<void> {
+				const { hub } = this;
+				for (;;) {
+					const after = hub.position[service];
+					const page = await this.broker.call<FeedPage, { after: number }>(`${service}.changes`, {
+						after: after ?? Number.MAX_SAFE_INTEGER,
+					});
+					if (after === undefined) {
+						// A new hub follows from now.
+						hub.position[service] = page.last;
+						return;
+					}
+					if (page.first > after + 1 || page.last < after) {
+						// Changes dropped before the hub read them, or another store: every stream starts again.
+						hub.position[service] = page.last;
+						for (const stream of hub.streams) stream.reset(service, page.last);
+						return;
+					}
+					for (const change of page.changes) {
+						hub.position[service] = change.seq;
+						for (const stream of hub.streams) stream.offer(change);
+					}
+					if (page.changes.length < FEED_PAGE) return;
+				}
+			},
+
+			/** A broadcast change: handed over at once when it is the next one, else the feed is read from the hub's position. */
+			heard(change: Change): void {
+				const service = FEED_SERVICES[change.kind];
+				const { hub } = this;
+				const at = hub.position[service];
+				if (at === undefined || change.seq <= at) return;
+				if (hub.reading[service] === undefined && change.seq === at + 1) {
+					hub.position[service] = change.seq;
+					for (const stream of hub.streams) stream.offer(change);
+				} else void this.pull(service).catch(() => undefined);
+			},
+
+			/** Sends `stream` the changes between its position and the hub's, from the feeds, then the live ones. */
+			async catchUp(stream: ChangeStream, follows: Set<DataServiceName>): Promise<void> {
+				for (const service of follows) {
+					for (let at = stream.at(service); at < (this.hub.position[service] ?? 0) && !stream.closed; at = stream.at(service)) {
+						const page = await this.broker.call<FeedPage, { after: number }>(`${service}.changes`, { after: at });
+						if (page.first > at + 1 || page.last < at) {
+							stream.reset(service, this.hub.position[service] ?? page.last);
+							break;
+						}
+						for (const change of page.changes) stream.send(change);
+						if (page.changes.length === 0) break;
+					}
+					if (stream.at(service) > (this.hub.position[service] ?? 0)) stream.reset(service, this.hub.position[service] ?? 0);
+				}
+				stream.caughtUp();
+			},
+		},
+		created() {
+			// Called by the drain (middlewares/drain.middleware.ts) before the gateway stops taking requests.
+			this.endStreams = () => {
+				clearInterval(this.hub.poll);
+				for (const stream of this.hub.streams) stream.close();
+			};
+			this.hub = { position: {}, streams: new Set(), perClient: new Map(), reading: {} };
+		},
+		started() {
+			this.hub.poll = setInterval(() => {
+				for (const service of DATA_SERVICE_NAMES) void this.pull(service).catch(() => undefined);
+			}, POLL_MS);
+			this.hub.poll.unref();
+		},
+		stopped() {
+			this.endStreams();
+		},
+	};
+	return schema as Partial<ServiceSchema>;
+}

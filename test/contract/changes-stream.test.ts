@@ -1,0 +1,150 @@
+import { ServiceBroker } from "moleculer";
+import { texts } from "../../lib/catalogue/errors";
+import { FEED_RETENTION } from "../../lib/feed/changes";
+import { config } from "../../lib/config/config";
+import brokerOptions from "../../moleculer.config";
+import { STREAM_LIMITS } from "../../mixins/change-stream.mixin";
+import { apiService } from "../../services/api.service";
+import { gatewayApi, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { openStream, type SseStream } from "../support/sse";
+
+// GET /changes (docs/followers.md): the change feed as Server-Sent Events through the gateway, in both layouts.
+
+let catalogue: Catalogue;
+let api: Api;
+const open: SseStream[] = [];
+
+beforeAll(async () => {
+	catalogue = await startCatalogue();
+	api = catalogue.api;
+});
+afterEach(() => {
+	for (const stream of open.splice(0)) stream.close();
+});
+afterAll(() => catalogue.stop());
+
+async function follow(query = "", headers: Record<string, string> = {}, through = api): Promise<SseStream> {
+	const stream = await openStream(`${through.url}/changes${query}`, headers);
+	open.push(stream);
+	return stream;
+}
+
+const isChange = (event: { event: string }) => event.event === "message";
+
+describe("GET /changes", () => {
+	test("a stream that says where it is, then each write as it is stored", async () => {
+		const stream = await follow();
+		expect(stream.status).toBe(200);
+		expect(stream.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+		expect(stream.headers.get("cache-control")).toBe("no-store");
+		const ready = await stream.next();
+		expect(ready).toMatchObject({ event: "ready", id: expect.stringMatching(/^authors:\d+,categories:\d+,games:\d+$/) });
+		const category = await api.category("Streamed");
+		const change = await stream.next(isChange);
+		expect(change.data).toMatchObject({ kind: "category", type: "created", record: category });
+		expect(change.id).toMatch(new RegExp(`categories:${change.data.seq}`));
+	});
+
+	test("Last-Event-ID resumes after the last event read: every change since, in order, once", async () => {
+		const first = await follow();
+		const { id } = await first.next(event => event.event === "ready");
+		first.close();
+		const author = await api.author("Resumed", "Finnish");
+		await api.put(`/author/${author.id}`, { name: "Resumed 2", nationality: "Finnish" });
+		await api.delete(`/author/${author.id}`);
+		const resumed = await follow("", { "Last-Event-ID": id! });
+		const types = [];
+		for (let index = 0; index < 3; index++) types.push((await resumed.next(isChange)).data.type);
+		expect(types).toEqual(["created", "updated", "removed"]);
+		await resumed.next(event => event.event === "ready");
+		expect(resumed.events.filter(isChange)).toHaveLength(3);
+	});
+
+	test("?lastEventId= for a client that cannot send the header", async () => {
+		const first = await follow();
+		const { id } = await first.next(event => event.event === "ready");
+		const category = await api.category("By query");
+		const resumed = await follow(`?lastEventId=${encodeURIComponent(id!)}`);
+		expect((await resumed.next(isChange)).data.record).toEqual(category);
+	});
+
+	test("?kinds= keeps the kinds listed", async () => {
+		const stream = await follow("?kinds=author,game");
+		await stream.next(event => event.event === "ready");
+		await api.category("Not followed");
+		const author = await api.author("Followed");
+		expect((await stream.next(isChange)).data).toMatchObject({ kind: "author", record: author });
+		expect(stream.events.filter(isChange).map(event => event.data.kind)).toEqual(["author"]);
+	});
+
+	test.each([
+		["a Last-Event-ID it did not give", "", { "Last-Event-ID": "games:1" }, texts.notAPosition],
+		["an unknown kind", "?kinds=player", {}, texts.unknownKinds],
+	])("%s: 400 with a msg", async (_case, query, headers, msg) => {
+		const stream = await follow(query, headers);
+		expect(stream.status).toBe(400);
+		expect(stream.refusal).toEqual(expect.objectContaining({ msg }));
+	});
+
+	test("a position whose changes are no longer kept gets a reset event, then the changes after it", async () => {
+		const first = await follow();
+		const { id } = await first.next(event => event.event === "ready");
+		first.close();
+		await api.category("Pruned away");
+		const { adapter } = localService<{ adapter: { pruneChanges(retention: object): Promise<number> } }>(catalogue, "categories");
+		expect(await adapter.pruneChanges({ ...FEED_RETENTION, maxChanges: 0 })).toBeGreaterThan(0);
+		const resumed = await follow("", { "Last-Event-ID": id! });
+		const reset = await resumed.next(event => event.event === "reset");
+		expect(reset.data).toEqual({ msg: expect.stringContaining("start again from a full read"), service: "categories" });
+		await resumed.next(event => event.event === "ready");
+		const category = await api.category("After the reset");
+		expect((await resumed.next(isChange)).data.record).toEqual(category);
+	});
+
+	test(`one client holds ${STREAM_LIMITS.perClient} streams at most: 429 with a msg`, async () => {
+		const streams = await Promise.all(Array.from({ length: STREAM_LIMITS.perClient }, () => follow()));
+		expect(streams.map(stream => stream.status)).toEqual(streams.map(() => 200));
+		const refused = await follow();
+		expect(refused.status).toBe(429);
+		expect(refused.refusal).toEqual({ msg: texts.streamsPerClient });
+		streams[0].close();
+		for (let tries = 0; tries < 50; tries++) {
+			const again = await follow();
+			if (again.status === 200) return;
+			again.close();
+			await new Promise(resolve => setTimeout(resolve, 20));
+		}
+		throw new Error("a closed stream was not counted out");
+	});
+});
+
+// One broker has one gateway: the four-broker project runs this case.
+const overNats = process.env.CATALOGUE_TOPOLOGY === "nats" ? test : test.skip;
+
+describe("two gateways", () => {
+	overNats("send the same changes", async () => {
+		const second = new ServiceBroker({
+			...brokerOptions,
+			nodeID: `second-gateway-${process.pid}`,
+			namespace: catalogue.namespace,
+			transporter: { type: "NATS", options: { url: catalogue.nats!.url } },
+			cacher: undefined,
+			logger: false,
+		});
+		second.createService(apiService({ ...config, port: 0 }));
+		await second.start();
+		try {
+			await second.waitForServices(["authors", "categories", "games"], 10_000);
+			const [one, two] = [await follow(), await follow("", {}, gatewayApi(second))];
+			await Promise.all([one.next(event => event.event === "ready"), two.next(event => event.event === "ready")]);
+			const category = await api.category("Seen twice");
+			const author = await gatewayApi(second).author("Seen twice");
+			for (const stream of [one, two]) {
+				const changes = [await stream.next(isChange), await stream.next(isChange)].map(event => event.data);
+				expect(Object.fromEntries(changes.map(change => [change.kind, change.record]))).toEqual({ category, author });
+			}
+		} finally {
+			await second.stop();
+		}
+	});
+});

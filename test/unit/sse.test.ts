@@ -1,0 +1,94 @@
+import type { Change } from "../../lib/feed/changes";
+import { ChangeStream, frame, HEARTBEAT_MS, STREAM_BUFFER_BYTES } from "../../lib/feed/sse";
+
+const change = (seq: number, title = "Tigris"): Change => ({
+	id: `change-${seq}`,
+	kind: "game",
+	type: "updated",
+	seq,
+	at: "2026-11-26T16:00:00.000Z",
+	requestId: null,
+	record: { id: "game-1", title },
+});
+
+const start = { authors: 0, categories: 0, games: 0 };
+const everything = new Set(["authors", "categories", "games"] as const);
+
+function streamed(stream: ChangeStream): string {
+	return String(stream.body.read() ?? "");
+}
+
+describe("frame", () => {
+	test("one JSON line, U+2028 and U+2029 escaped, the id and event named", () => {
+		const text = frame("reset", "games:3", { title: "a\u2028b\u2029c\nd" });
+		expect(text).toBe('event: reset\nid: games:3\ndata: {"title":"a\\u2028b\\u2029c\\nd"}\n\n');
+		expect(text.slice(0, -2)).not.toMatch(/[\u2028\u2029]|\n\n/);
+	});
+});
+
+describe("ChangeStream", () => {
+	test("changes handed over while catching up wait, then go once each, in order, after the ready event", () => {
+		const stream = new ChangeStream({ ...start }, everything, () => undefined);
+		stream.offer(change(2));
+		stream.offer(change(3));
+		stream.send(change(1));
+		stream.send(change(2));
+		stream.caughtUp();
+		const text = streamed(stream);
+		const ids = [...text.matchAll(/^id: (.*)$/gm)].map(match => match[1]);
+		expect(ids).toEqual([
+			"authors:0,categories:0,games:1",
+			"authors:0,categories:0,games:2",
+			"authors:0,categories:0,games:2",
+			"authors:0,categories:0,games:3",
+		]);
+		expect(text.match(/^event: ready$/gm)).toHaveLength(1);
+		stream.close();
+	});
+
+	test("a kind not followed is not sent", () => {
+		const stream = new ChangeStream({ ...start }, new Set(["authors"] as const), () => undefined);
+		stream.caughtUp();
+		stream.offer(change(1));
+		expect(streamed(stream)).not.toContain('data: {"id"');
+		stream.close();
+	});
+
+	test("a client that reads nothing is closed once the stream holds its bound, and counted out once", () => {
+		let closes = 0;
+		const stream = new ChangeStream({ ...start }, everything, () => closes++);
+		stream.caughtUp();
+		const title = "x".repeat(1000);
+		let seq = 0;
+		while (!stream.closed && seq < 10_000) stream.offer(change(++seq, title));
+		expect(stream.closed).toBe(true);
+		// The frames written before it closed: the bound, and at most one frame more.
+		const each = frame(undefined, "authors:0,categories:0,games:1000", change(1, title)).length;
+		expect((seq - 1) * each).toBeGreaterThan(STREAM_BUFFER_BYTES - 2 * each);
+		expect((seq - 1) * each).toBeLessThan(STREAM_BUFFER_BYTES + 2 * each);
+		stream.close();
+		expect(closes).toBe(1);
+	});
+
+	test("an idle stream gets a comment line every HEARTBEAT_MS", () => {
+		jest.useFakeTimers();
+		try {
+			const stream = new ChangeStream({ ...start }, everything, () => undefined);
+			stream.caughtUp();
+			streamed(stream);
+			jest.advanceTimersByTime(HEARTBEAT_MS * 2);
+			expect(streamed(stream)).toBe(": heartbeat\n\n: heartbeat\n\n");
+			stream.close();
+		} finally {
+			jest.useRealTimers();
+		}
+	});
+
+	test("a reset moves the position to where the feed is, and says so", () => {
+		const stream = new ChangeStream({ ...start, games: 40 }, everything, () => undefined);
+		stream.reset("games", 12);
+		expect(stream.at("games")).toBe(12);
+		expect(streamed(stream)).toContain("event: reset\nid: authors:0,categories:0,games:12\n");
+		stream.close();
+	});
+});
