@@ -53,6 +53,8 @@ export const texts = {
 	notAPosition: "The Last-Event-ID is not a position /changes gave: open /changes without it to follow from now",
 	streamsPerClient: "Too many change streams are open from this address; close one before opening another",
 	streamsFull: "The gateway holds as many change streams as it may; try again later",
+	startAgain:
+		"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.",
 	unknownKinds: "The 'kinds' field must list kinds of record (category, author, game), separated by commas.",
 } as const;
 

@@ -38,10 +38,6 @@ export function frame(event: string | undefined, id: string | undefined, data: u
 	return `${event ? `event: ${event}\n` : ""}${id === undefined ? "" : `id: ${id}\n`}data: ${json}\n\n`;
 }
 
-/** What a stream says when the feed no longer holds the changes after the client's position. */
-export const RESET_TEXT =
-	"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.";
-
 /**
  * One client's stream: the changes of the kinds it follows, each sent once after its position. While it catches up from the
  * feeds (`catchUp`), the changes the hub hands it wait, so that it sends every kind's changes in order.
@@ -91,7 +87,7 @@ export class ChangeStream {
 	reset(service: DataServiceName, last: number): void {
 		if (!this.follows.has(service)) return;
 		this.position[service] = last;
-		this.write(frame("reset", positionText(this.position), { msg: RESET_TEXT, service }));
+		this.write(frame("reset", positionText(this.position), { msg: texts.startAgain, service }));
 	}
 
 	/** Caught up: the `ready` event, which names the position, then the changes handed over meanwhile. */
