@@ -187,6 +187,8 @@ async function startNats(pinning: Pinning): Promise<{ url: string; monitor: stri
 		String(port),
 		"-m",
 		String(monitorPort),
+		"--store_dir",
+		mkdtempSync(path.join(tmpdir(), "bench-jetstream-")),
 	]);
 	try {
 		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);

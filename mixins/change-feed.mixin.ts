@@ -6,7 +6,9 @@ import { FEED_PAGE, FEED_RETENTION, type Change, type ChangeType, type FeedPage 
 import type { RecordedWrite } from "../lib/storage/sqlite-adapter";
 import { changesAfter, pruneChanges, recordedWrite } from "../lib/storage/adapter";
 import type { SignedIn } from "../lib/sign-in/sign-in";
+import { natsConnection } from "../lib/config/transporter";
 import { asMixin, type Row } from "./db.mixin";
+import { changeRelay, type ChangeRelayMethods } from "./change-relay.mixin";
 
 /** How often a service drops the changes its feed no longer keeps. */
 const PRUNE_EVERY_MS = 60_000;
@@ -29,7 +31,8 @@ export interface ChangeFeedMethods {
  */
 export function changeFeed(kind: Kind) {
 	let pruning: NodeJS.Timeout | undefined;
-	return asMixin<Row, ChangeFeedMethods>({
+	return asMixin<Row, ChangeFeedMethods & ChangeRelayMethods>({
+		mixins: [changeRelay(kind)],
 		actions: {
 			// { changes, first, last }: up to `limit` changes after position `after`, in the order they were written; `first` is the
 			// oldest kept, `last` the latest written. For the gateway's /changes and for followers: not on HTTP.
@@ -59,6 +62,7 @@ export function changeFeed(kind: Kind) {
 					record: type === "removed" ? { id } : recordOf(id),
 				}));
 				for (const change of changes as unknown as Change[]) void this.broker.broadcast(`${kind.service}.${type}`, change);
+				if (changes.length > 0) this.relayChanges();
 				return written;
 			},
 
@@ -80,7 +84,8 @@ export function changeFeed(kind: Kind) {
 		},
 		started() {
 			pruning = setInterval(() => {
-				pruneChanges(this.adapter, FEED_RETENTION).catch((err: Error) =>
+				// In a cluster the feed is JetStream's outbox: a change not yet published is kept.
+				pruneChanges(this.adapter, FEED_RETENTION, natsConnection(this.broker) !== undefined).catch((err: Error) =>
 					this.logger.warn("The change feed was not pruned:", err.message),
 				);
 			}, PRUNE_EVERY_MS);

@@ -55,6 +55,7 @@ export const texts = {
 	streamsFull: "The gateway holds as many change streams as it may; try again later",
 	startAgain:
 		"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.",
+	outboxStalled: "The change feed has not been published for {seconds} s",
 	unknownKinds: "The 'kinds' field must list kinds of record (category, author, game), separated by commas.",
 } as const;
 
@@ -106,6 +107,10 @@ export const tooManyStreams = (ofClient: boolean) =>
 	ofClient
 		? new Errors.MoleculerClientError(texts.streamsPerClient, 429, "STREAMS_PER_CLIENT")
 		: new Errors.MoleculerError(texts.streamsFull, 503, STREAMS_FULL);
+/** A service whose changes wait to be published longer than they may (mixins/change-relay.mixin.ts): readiness says so. */
+export const OUTBOX_STALLED = "OUTBOX_STALLED";
+export const outboxStalled = (seconds: number, reason: string) =>
+	new Errors.MoleculerRetryableError(`${texts.outboxStalled.replace("{seconds}", String(seconds))}: ${reason}`, 503, OUTBOX_STALLED);
 export const notAPosition = () => new CatalogueError(texts.notAPosition, "NOT_A_POSITION");
 
 export interface FailureTexts {

@@ -1,4 +1,4 @@
-import { texts, WRITES_REFUSED } from "../catalogue/errors";
+import { OUTBOX_STALLED, texts, WRITES_REFUSED } from "../catalogue/errors";
 
 /** The health paths every node answers: on HEALTH_PORT, and on the gateway's own port. */
 const HEALTH_PATHS = ["/health/live", "/health/ready"] as const;
@@ -12,14 +12,17 @@ export interface Readiness {
 	ready: boolean;
 	/**
 	 * `node` (not started, stopping, or NATS lost), the services whose `ready` did not answer, and
-	 * `<service> storage` for a service whose store answers reads but refuses writes (a full disk).
+	 * `<service> storage` for a service whose store answers reads but refuses writes (a full disk), `<service> changes` for one
+	 * whose change feed has stopped being published to JetStream.
 	 */
 	waitingFor: string[];
 }
 
 /** What readiness waits for when `service`'s `ready` failed with `err` (mixins/db.mixin.ts). */
-export const waitingOn = (service: string, err: unknown): string =>
-	(err as { type?: unknown } | undefined)?.type === WRITES_REFUSED ? `${service} storage` : service;
+export function waitingOn(service: string, err: unknown): string {
+	const { type } = (err ?? {}) as { type?: unknown };
+	return type === WRITES_REFUSED ? `${service} storage` : type === OUTBOX_STALLED ? `${service} changes` : service;
+}
 
 export type HealthBody =
 	| { status: "live" | "ready"; nodeID: string }

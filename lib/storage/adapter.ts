@@ -101,7 +101,25 @@ export function changesAfter(
 	return Promise.resolve({ changes: [], first: 1, last: 0 });
 }
 
-/** Drops the feed's changes beyond its retention: how many. */
-export function pruneChanges(adapter: unknown, retention: { maxAgeMs: number; maxChanges: number }): Promise<number> {
-	return adapter instanceof SqliteAdapter ? adapter.pruneChanges(retention) : Promise.resolve(0);
+/** Drops the feed's changes beyond its retention, but, with `keepUnpublished`, none its outbox still holds: how many. */
+export function pruneChanges(
+	adapter: unknown,
+	retention: { maxAgeMs: number; maxChanges: number },
+	keepUnpublished: boolean,
+): Promise<number> {
+	return adapter instanceof SqliteAdapter ? adapter.pruneChanges(retention, keepUnpublished) : Promise.resolve(0);
+}
+
+/** The feed's outbox: the first `limit` changes not yet published to the cluster's stream; none on MongoDB. */
+export function unpublished(
+	adapter: unknown,
+	limit: number,
+): Promise<{ published: number; last: number; changes: Recorded[]; oldestAt: number | null }> {
+	if (adapter instanceof SqliteAdapter) return adapter.unpublished(limit);
+	return Promise.resolve({ published: 0, last: 0, changes: [], oldestAt: null });
+}
+
+/** Notes the changes up to `seq` published. */
+export function markPublished(adapter: unknown, seq: number): Promise<void> {
+	return adapter instanceof SqliteAdapter ? adapter.markPublished(seq) : Promise.resolve();
 }

@@ -359,13 +359,43 @@ export class SqliteAdapter {
 		return { changes, first: bounds.first ?? last + 1, last };
 	}
 
-	/** Drops the feed's changes older than `maxAgeMs` or beyond the latest `maxChanges`: how many. */
-	pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }): Promise<number> {
+	/** Drops the feed's changes older than `maxAgeMs` or beyond the latest `maxChanges`, but, with `keepUnpublished`, none not yet published: how many. */
+	pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }, keepUnpublished = false): Promise<number> {
 		return this.write(db => {
-			const statement = db.prepare(
-				`DELETE FROM ${this.feed} WHERE at < ? OR seq <= (SELECT seq FROM sqlite_sequence WHERE name = ?) - ?`,
-			);
-			return Number(statement.run(Date.now() - maxAgeMs, this.feed, maxChanges).changes);
+			const last = `(SELECT seq FROM sqlite_sequence WHERE name = '${this.feed}')`;
+			const kept = keepUnpublished ? ` AND seq <= ${this.publishedSql}` : "";
+			const statement = db.prepare(`DELETE FROM ${this.feed} WHERE (at < ? OR seq <= ${last} - ?)${kept}`);
+			return Number(statement.run(Date.now() - maxAgeMs, maxChanges).changes);
+		});
+	}
+
+	/** The seq up to which the feed is published to the cluster's stream (the outbox's end), in `catalogue_meta`. */
+	private get publishedSql(): string {
+		return `coalesce((SELECT CAST(value AS INTEGER) FROM catalogue_meta WHERE key = 'published ${this.options.collection}'), 0)`;
+	}
+
+	/** The outbox: the changes after `published` (up to `last`), the first `limit` of them, and when the oldest was written (ms). */
+	unpublished(limit: number): Promise<{ published: number; last: number; changes: Recorded[]; oldestAt: number | null }> {
+		const { prepared } = this.db;
+		const { published, last } = prepared(
+			`SELECT ${this.publishedSql} AS published, coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0) AS last`,
+		).get(this.feed) as { published: number; last: number };
+		const rows = prepared(`SELECT seq, at, change FROM ${this.feed} WHERE seq > ? ORDER BY seq LIMIT ?`).all(published, limit) as {
+			seq: number;
+			at: number;
+			change: string;
+		}[];
+		const changes = rows.map(({ seq, change }) => ({ ...(JSON.parse(change) as Doc), seq }));
+		return Promise.resolve({ published, last, changes, oldestAt: rows[0]?.at ?? null });
+	}
+
+	/** Notes that the changes up to `seq` are published; a note behind another replica's is not written. */
+	markPublished(seq: number): Promise<void> {
+		const key = `published ${this.options.collection}`;
+		return this.write(db => {
+			db.prepare(
+				"INSERT INTO catalogue_meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), excluded.value)",
+			).run(key, seq);
 		});
 	}
 

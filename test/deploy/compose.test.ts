@@ -27,6 +27,7 @@ interface Service {
 }
 interface Compose {
 	services: Record<string, Service>;
+	volumes?: Record<string, unknown>;
 }
 
 // Compose itself reads `<<` merge keys, which is how the nodes share one definition.
@@ -99,6 +100,15 @@ describe("docker-compose.yml", () => {
 		expect(nats.command).toEqual(expect.arrayContaining(["-c", target]));
 		expect(compose).not.toHaveProperty("configs");
 		expect(read("nats.conf")).toMatch(/^max_payload: 64MB$/m);
+	});
+
+	test("nats keeps JetStream (the change feed's stream) in a volume of its own", () => {
+		const nats = compose.services.nats as Service & { command?: string[]; volumes?: string[] };
+		const storeDir = nats.command![nats.command!.indexOf("--store_dir") + 1];
+		const volume = nats.volumes?.find(each => each.startsWith("nats-data:"));
+		expect(storeDir.startsWith(`${volume?.split(":")[1]}/`)).toBe(true);
+		expect(compose.volumes).toHaveProperty("nats-data");
+		expect(read("nats.conf")).toMatch(/^jetstream \{$/m);
 	});
 
 	test("compose v1.29 reads it too: no top-level name (the project name is COMPOSE_PROJECT_NAME in .env.example)", () => {

@@ -317,10 +317,12 @@ describe("the Helm charts of NATS and MongoDB's operator", () => {
 		}
 	});
 
-	test("NATS: three servers in a cluster, the user from a Secret, messages up to nats.conf's max_payload", () => {
+	test("NATS: three servers in a cluster with JetStream, the user from a Secret, messages up to nats.conf's max_payload", () => {
 		const values = parse(read("deploy/kubernetes/charts/nats-values.yaml"));
 		const [, maxPayload] = /^max_payload: (\S+)$/m.exec(read("nats.conf"))!;
 		expect(values.config.cluster).toEqual({ enabled: true, replicas: 3 });
+		// JetStream on a volume of each server, for the change feed's stream.
+		expect(values.config.jetstream).toMatchObject({ enabled: true, fileStore: { enabled: true, pvc: { enabled: true } } });
 		expect(values.config.merge.max_payload).toBe(`<< ${maxPayload} >>`);
 		expect(values.config.merge.authorization).toEqual({ user: "<< $NATS_USER >>", password: "<< $NATS_PASSWORD >>" });
 		expect(values.container.image.tag).toMatch(/^\d+\.\d+\.\d+-alpine$/);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -33,7 +33,10 @@ export async function startNats(
 	{ port: chosenPort, niceness }: NatsOptions = {},
 ): Promise<NatsServer> {
 	const port = chosenPort ?? (await freePort());
-	const command = [NATS_SERVER, "-c", config, "-a", "127.0.0.1", "-p", String(port)];
+	// JetStream's folder, kept across a restart of this server (the change feed's stream survives it), removed when the tests end.
+	const storeDir = await mkdtemp(path.join(tmpdir(), "nats-jetstream-"));
+	process.once("exit", () => rmSync(storeDir, { recursive: true, force: true }));
+	const command = [NATS_SERVER, "-c", config, "-a", "127.0.0.1", "-p", String(port), "--store_dir", storeDir];
 	let child: ChildProcess | undefined;
 	let output = "";
 
@@ -96,6 +99,7 @@ export async function startNatsCluster(size = 3, timeoutMs = 10_000, options: Om
 			const routes = routePorts.filter((_, other) => other !== i).map(port => `"nats://127.0.0.1:${port}"`);
 			const cluster = [
 				`http: "127.0.0.1:${monitorPorts[i]}"`,
+				`server_name: catalogue-test-${i}`,
 				"cluster {",
 				"\tname: catalogue-test",
 				`\tlisten: "127.0.0.1:${routePorts[i]}"`,

@@ -1,0 +1,49 @@
+/**
+ * The change feed in a cluster (docs/followers.md): each service's feed, its outbox, published to one NATS JetStream stream, each
+ * change under `catalogue.changes.<kind>.<type>` with its id as JetStream's de-duplication key, so that a change published again
+ * (after a crash between the publish and its note, or by two replicas) is stored once.
+ */
+import { nanos, type JetStreamManager, type NatsConnection, type StreamConfig } from "nats";
+import { FEED_RETENTION, type Change } from "./changes";
+
+export const CHANGES_STREAM = "CATALOGUE_CHANGES";
+
+/** The subjects of the stream; a follower of one kind subscribes to `catalogue.changes.game.>`. */
+export const CHANGES_SUBJECTS = "catalogue.changes.>";
+
+export const changeSubject = (change: Pick<Change, "kind" | "type">) => `catalogue.changes.${change.kind}.${change.type}`;
+
+/** The stream's bound in bytes, beside the feed's age: the oldest changes go first. */
+const STREAM_MAX_BYTES = 1024 ** 3;
+
+/** How long JetStream remembers an id to refuse it again: longer than a node takes to restart and publish what it had not noted. */
+const DUPLICATE_WINDOW_MS = 15 * 60_000;
+
+/** How long one publish waits for JetStream's acknowledgement. */
+const PUBLISH_TIMEOUT_MS = 5000;
+
+export const streamConfig: Partial<StreamConfig> = {
+	name: CHANGES_STREAM,
+	subjects: [CHANGES_SUBJECTS],
+	max_age: nanos(FEED_RETENTION.maxAgeMs),
+	max_bytes: STREAM_MAX_BYTES,
+	duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+};
+
+/** Makes the stream, or brings an existing one to this configuration. */
+export async function ensureStream(jsm: JetStreamManager): Promise<void> {
+	const existing = await jsm.streams.info(CHANGES_STREAM).catch(() => undefined);
+	if (existing) await jsm.streams.update(CHANGES_STREAM, { ...existing.config, ...streamConfig });
+	else await jsm.streams.add(streamConfig);
+}
+
+/** Publishes `changes` in order, each acknowledged by JetStream before the next: the seq of the last one published. */
+export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<number | undefined> {
+	const js = nats.jetstream();
+	let published: number | undefined;
+	for (const change of changes) {
+		await js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS });
+		published = change.seq;
+	}
+	return published;
+}

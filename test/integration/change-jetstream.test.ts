@@ -1,0 +1,135 @@
+import { AckPolicy, connect, type JetStreamManager, type NatsConnection } from "nats";
+import { ServiceBroker } from "moleculer";
+import { newId } from "../../lib/catalogue/ids";
+import type { Change } from "../../lib/feed/changes";
+import { CHANGES_STREAM } from "../../lib/feed/jetstream";
+import brokerOptions from "../../moleculer.config";
+import AuthorsService from "../../services/authors.service";
+import CategoriesService from "../../services/categories.service";
+import GamesService from "../../services/games.service";
+import { startNats, type NatsServer } from "../support/nats";
+
+// The change feed in a cluster (docs/followers.md): each service's feed published to the JetStream stream CATALOGUE_CHANGES of a
+// real nats-server, once per change, in order, also after NATS was down; followers are durable consumers.
+
+let nats: NatsServer;
+let broker: ServiceBroker;
+let client: NatsConnection;
+let jsm: JetStreamManager;
+
+beforeAll(async () => {
+	nats = await startNats();
+	broker = new ServiceBroker({
+		...brokerOptions,
+		nodeID: `jetstream-${process.pid}`,
+		namespace: `jetstream-${newId()}`,
+		transporter: { type: "NATS", options: { url: nats.url } },
+		cacher: undefined,
+		logger: false,
+	});
+	for (const schema of [AuthorsService, CategoriesService, GamesService]) broker.createService(schema);
+	await broker.start();
+	client = await connect({ servers: nats.url });
+	jsm = await client.jetstreamManager();
+});
+afterAll(async () => {
+	await client?.close();
+	await broker?.stop();
+	await nats?.stop();
+});
+
+/** Every change the stream holds, in stream order. */
+async function streamed(): Promise<Change[]> {
+	const { state } = await jsm.streams.info(CHANGES_STREAM);
+	const changes: Change[] = [];
+	for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++)
+		changes.push((await jsm.streams.getMessage(CHANGES_STREAM, { seq })).json<Change>());
+	return changes;
+}
+
+async function until(what: string, condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+	for (const deadline = Date.now() + ms; !(await condition().catch(() => false));) {
+		if (Date.now() > deadline) throw new Error(`not ${what} within ${ms} ms`);
+		await new Promise(resolve => setTimeout(resolve, 50));
+	}
+}
+
+/** The service's own feed from its start. */
+const feed = async (service: string) =>
+	(await broker.call<{ changes: Change[] }, { after: number }>(`${service}.changes`, { after: 0 })).changes;
+
+test("every change of every feed is in the stream once, each kind in its order, under catalogue.changes.<kind>.<type>", async () => {
+	const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "Streamed" });
+	const { author } = await broker.call<{ author: { id: string } }, object>("authors.create", { name: "Streamed", nationality: "Any" });
+	const games = await Promise.all(
+		Array.from({ length: 20 }, (_, index) =>
+			broker.call<{ game: { id: string } }, object>("games.create", { title: `Game ${index}`, age: 10, category, author }),
+		),
+	);
+	await broker.call("games.remove", { id: games[0].game.id });
+	const written = [...(await feed("categories")), ...(await feed("authors")), ...(await feed("games"))];
+	await until("the stream holds every change", async () => (await streamed()).length >= written.length);
+	const stream = await streamed();
+	expect([...stream].sort((a, b) => a.id.localeCompare(b.id))).toEqual([...written].sort((a, b) => a.id.localeCompare(b.id)));
+	const games_ = stream.filter(change => change.kind === "game");
+	expect(games_.map(change => change.seq)).toEqual(games_.map((_, index) => index + 1));
+	const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.game.removed" });
+	expect(last.json<Change>().record).toEqual({ id: games[0].game.id });
+});
+
+test("changes published again (a crash before their note) are stored once: JetStream drops them by their id", async () => {
+	const before = (await jsm.streams.info(CHANGES_STREAM)).state.messages;
+	const { adapter } = broker.getLocalService("games") as unknown as { adapter: { database: { writer: { exec(sql: string): void } } } };
+	adapter.database.writer.exec("DELETE FROM catalogue_meta WHERE key = 'published games'");
+	(broker.getLocalService("games") as unknown as { relayChanges(): void }).relayChanges();
+	await until("the outbox is published again", async () => {
+		const state = adapter.database.writer as unknown as { prepare(sql: string): { get(): unknown } };
+		return state.prepare("SELECT value FROM catalogue_meta WHERE key = 'published games'").get() !== undefined;
+	});
+	expect((await jsm.streams.info(CHANGES_STREAM)).state.messages).toBe(before);
+});
+
+test("changes written while NATS is down are published once it is back", async () => {
+	const before = (await jsm.streams.info(CHANGES_STREAM)).state.messages;
+	await nats.stop();
+	const created = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "While NATS was down" });
+	await new Promise(resolve => setTimeout(resolve, 500));
+	await nats.start();
+	await until("the change is in the stream", async () => (await jsm.streams.info(CHANGES_STREAM)).state.messages === before + 1, 20_000);
+	const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
+	expect(last.json<Change>().record).toEqual(created.category);
+}, 30_000);
+
+test("a durable consumer acknowledges, resumes where it stopped, and shares the work with another of its group", async () => {
+	await jsm.consumers.add(CHANGES_STREAM, {
+		durable_name: "loans",
+		ack_policy: AckPolicy.Explicit,
+		filter_subject: "catalogue.changes.game.>",
+	});
+	const games = (await streamed()).filter(change => change.kind === "game").map(change => change.id);
+	const take = async (connection: NatsConnection, count: number) => {
+		const consumer = await connection.jetstream().consumers.get(CHANGES_STREAM, "loans");
+		const taken: string[] = [];
+		for (let index = 0; index < count; index++) {
+			const message = await consumer.next({ expires: 2000 });
+			if (!message) break;
+			taken.push(message.json<Change>().id);
+			await message.ackAck();
+		}
+		return taken;
+	};
+	const first = await take(client, 5);
+	expect(first).toEqual(games.slice(0, 5));
+	// A follower restarted: a new connection, the same durable consumer, from the sixth.
+	const again = await connect({ servers: nats.url });
+	const other = await connect({ servers: nats.url });
+	try {
+		const [one, two] = await Promise.all([take(again, 8), take(other, 8)]);
+		expect([...one, ...two].sort()).toEqual(games.slice(5).sort());
+		expect(one.length).toBeGreaterThan(0);
+		expect(two.length).toBeGreaterThan(0);
+	} finally {
+		await again.close();
+		await other.close();
+	}
+});
