@@ -11,9 +11,9 @@ import { asMixin, type Row } from "./db.mixin";
 const RELAY_EVERY_MS = 1000;
 
 /** An outbox whose oldest change waits longer than this has stopped draining: readiness says so. */
-export const OUTBOX_STALLED_MS = 30_000;
+const OUTBOX_STALLED_MS = 30_000;
 
-export const FEED_METRICS = {
+const FEED_METRICS = {
 	published: "catalogue.changes.published.total",
 	depth: "catalogue.changes.outbox.depth",
 	age: "catalogue.changes.outbox.age.seconds",

@@ -11,7 +11,7 @@ export const CHANGES_STREAM = "CATALOGUE_CHANGES";
 /** The subjects of the stream; a follower of one kind subscribes to `catalogue.changes.game.>`. */
 export const CHANGES_SUBJECTS = "catalogue.changes.>";
 
-export const changeSubject = (change: Pick<Change, "kind" | "type">) => `catalogue.changes.${change.kind}.${change.type}`;
+const changeSubject = (change: Pick<Change, "kind" | "type">) => `catalogue.changes.${change.kind}.${change.type}`;
 
 /** The stream's bound in bytes, beside the feed's age: the oldest changes go first. */
 const STREAM_MAX_BYTES = 1024 ** 3;
@@ -22,7 +22,7 @@ const DUPLICATE_WINDOW_MS = 15 * 60_000;
 /** How long one publish waits for JetStream's acknowledgement. */
 const PUBLISH_TIMEOUT_MS = 5000;
 
-export const streamConfig: Partial<StreamConfig> = {
+const streamConfig: Partial<StreamConfig> = {
 	name: CHANGES_STREAM,
 	subjects: [CHANGES_SUBJECTS],
 	max_age: nanos(FEED_RETENTION.maxAgeMs),
