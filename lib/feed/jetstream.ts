@@ -9,7 +9,7 @@ import { FEED_RETENTION, type Change } from "./changes";
 export const CHANGES_STREAM = "CATALOGUE_CHANGES";
 
 /** The subjects of the stream; a follower of one kind subscribes to `catalogue.changes.game.>`. */
-export const CHANGES_SUBJECTS = "catalogue.changes.>";
+const CHANGES_SUBJECTS = "catalogue.changes.>";
 
 const changeSubject = (change: Pick<Change, "kind" | "type">) => `catalogue.changes.${change.kind}.${change.type}`;
 
