@@ -11,6 +11,7 @@ import type { OperationDoc } from "../lib/http/openapi";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../lib/catalogue/page";
 import { texts } from "../lib/catalogue/errors";
 import { streamParams } from "../lib/feed/sse";
+import { asyncApiDocument } from "../lib/feed/asyncapi";
 
 /** Every HTTP action's `params`, by full name. */
 export const params: Record<string, Params | undefined> = {
@@ -130,6 +131,19 @@ const openApiAnswer: JsonSchema = {
 		components: { type: "object", additionalProperties: true },
 	},
 	required: ["openapi", "info", "tags", "paths", "components"],
+};
+
+/** GET /asyncapi.json: the fields every AsyncAPI 3 document has; the rest is AsyncAPI's own shapes. */
+const asyncApiAnswer: JsonSchema = {
+	type: "object",
+	properties: {
+		asyncapi: { type: "string" },
+		info: objectSchema({ title: "string", version: "string", description: "string" }),
+		channels: { type: "object", additionalProperties: true },
+		operations: { type: "object", additionalProperties: true },
+		components: { type: "object", additionalProperties: true },
+	},
+	required: ["asyncapi", "info", "channels", "operations", "components"],
 };
 
 const catalogue = (tag: string, docs: Omit<OperationDoc, "tag">): OperationDoc => ({ tag, ...docs });
@@ -262,6 +276,17 @@ export const operations = withFailures({
 		failures: [texts.notAPosition],
 		stream: true,
 	},
+	"api.asyncapi": gatewayOwn({
+		summary: "The change feed's AsyncAPI 3 document",
+		description: "The JetStream subjects, the broker's events and GET /changes, with the changes each carries (docs/followers.md).",
+		answer: one("The AsyncAPI 3.0 document.", asyncApiAnswer, {
+			asyncapi: "3.0.0",
+			info,
+			channels: {},
+			operations: {},
+			components: {},
+		}),
+	}),
 	"api.live": gatewayOwn({ summary: "Liveness: the gateway's process answers", answer: status("live") }),
 	"api.ready": {
 		...gatewayOwn({ summary: "Readiness: the gateway reaches every service, and each one's store answers", answer: status("ready") }),
@@ -285,4 +310,14 @@ export const operations = withFailures({
 		summary: "The docs page's own script: it starts Swagger UI on /openapi.json",
 		answer: { ...one("JavaScript.", { type: "string" }, "window.addEventListener(…)"), contentType: "text/javascript" },
 	}),
+});
+
+/** GET /asyncapi.json: the change feed, its changes carrying the records the schemas above describe. */
+export const asyncApi = asyncApiDocument({
+	version: info.version,
+	records: {
+		category: { schema: schemas.Category, example: eurogames },
+		author: { schema: schemas.Author, example: knizia },
+		game: { schema: schemas.Game, example: tigris },
+	},
 });

@@ -32,6 +32,7 @@ export const aliases = {
 	"GET /health/live": "api.live",
 	"GET /health/ready": "api.ready",
 	"GET /openapi.json": "api.openapi",
+	"GET /asyncapi.json": "api.asyncapi",
 };
 
 /** The docs page's own paths, under /docs (with or without the trailing slash). */

@@ -25,7 +25,7 @@ import {
 	refuseOptions,
 	securityHeaders,
 } from "../lib/http/http-guards";
-import { info, operations, params, schemas } from "./api.docs";
+import { asyncApi, info, operations, params, schemas } from "./api.docs";
 import { aliases, changesAliases, corsPolicy, docsAliases, needOf, retryAfter, routeAliases, signInDoc } from "./api.routes";
 import { changeStream, type StreamMeta } from "../mixins/change-stream.mixin";
 
@@ -166,6 +166,9 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			listAliases: { visibility: "protected" },
 			addRoute: { visibility: "protected" },
 			removeRoute: { visibility: "protected" },
+
+			// GET /asyncapi.json: the change feed's document (docs/followers.md).
+			asyncapi: { visibility: "published", handler: () => asyncApi },
 
 			// GET /openapi.json, the docs page and its script (lib/http/docs-page.ts).
 			...docsActions(document),
