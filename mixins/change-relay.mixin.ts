@@ -98,7 +98,10 @@ export function changeRelay(kind: Kind) {
 					}
 					if (outbox.changes.length < FEED_PAGE) {
 						oldestAt = null;
-						if (this.broker.metrics.isEnabled()) this.broker.metrics.set(FEED_METRICS.depth, 0, labels);
+						if (this.broker.metrics.isEnabled()) {
+							this.broker.metrics.set(FEED_METRICS.depth, outbox.last - (last ?? outbox.published), labels);
+							this.broker.metrics.set(FEED_METRICS.age, 0, labels);
+						}
 						return;
 					}
 				}

@@ -70,6 +70,16 @@ describe("every acknowledged write is one change, with the record after it", () 
 		expect(await since("categories", at.categories)).toEqual([expect.objectContaining({ requestId: "feed-request-1" })]);
 	});
 
+	test("a change names who made it when the request was signed in, and no one otherwise", async () => {
+		const at = await positions();
+		const user = { sub: "alice", via: "identity-provider", mayWrite: true };
+		await broker.call("categories.create", { name: "Signed" }, { meta: { user } });
+		await broker.call("categories.create", { name: "Unsigned" });
+		const [signed, unsigned] = await since("categories", at.categories);
+		expect(signed.subject).toBe("alice");
+		expect(unsigned).not.toHaveProperty("subject");
+	});
+
 	test("imported records are created changes, an imported change of a present record an updated one", async () => {
 		const at = await positions();
 		const category = newId();

@@ -25,6 +25,7 @@ beforeAll(async () => {
 		namespace: `jetstream-${newId()}`,
 		transporter: { type: "NATS", options: { url: nats.url } },
 		cacher: undefined,
+		metrics: { enabled: true, reporter: [] },
 		logger: false,
 	});
 	for (const schema of [AuthorsService, CategoriesService, GamesService]) broker.createService(schema);
@@ -75,6 +76,11 @@ test("every change of every feed is in the stream once, each kind in its order, 
 	expect(games_.map(change => change.seq)).toEqual(games_.map((_, index) => index + 1));
 	const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.game.removed" });
 	expect(last.json<Change>().record).toEqual({ id: games[0].game.id });
+	// The metrics count what was published and show an empty outbox.
+	const metric = (name: string) => broker.metrics.getMetric(name)!.get({ service: "games" })?.value;
+	expect(metric("catalogue.changes.published.total")).toBe(games_.length);
+	await until("the outbox gauge is read again", async () => metric("catalogue.changes.outbox.depth") === 0);
+	expect(metric("catalogue.changes.outbox.age.seconds")).toBe(0);
 });
 
 test("changes published again (a crash before their note) are stored once: JetStream drops them by their id", async () => {

@@ -1,0 +1,75 @@
+import { existsSync } from "node:fs";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { runsWith } from "../support/not-run";
+
+// GET /changes in a real headless Chromium (docs/followers.md): two pages of the catalogue follow the feed with EventSource, and an
+// edit made in one appears in the other within one second. Debian's chromium, as test/browser/docs.test.ts.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const NOT_RUN = `change feed browser test NOT RUN: no Chromium at ${CHROMIUM}`;
+const CHROMIUM_ARGS = [
+	"--headless",
+	"--no-sandbox",
+	"--disable-gpu",
+	"--no-first-run",
+	"--disable-background-networking",
+	"--disable-sync",
+];
+
+/** Opens the docs page (the gateway's own origin) and follows /changes from it; resolves once the stream is caught up. */
+async function following(page: Page, url: string): Promise<void> {
+	await page.goto(`${url}/docs`);
+	await page.evaluate(
+		() =>
+			new Promise<void>((resolve, reject) => {
+				const seen: { record: { name?: string }; at: number }[] = [];
+				Object.assign(window, { seen });
+				const changes = new EventSource("/changes?kinds=category");
+				changes.onmessage = event =>
+					seen.push({ ...(JSON.parse(event.data as string) as { record: { name?: string } }), at: Date.now() });
+				changes.addEventListener("ready", () => resolve());
+				changes.onerror = () => reject(new Error("the stream failed"));
+			}),
+	);
+}
+
+describe("GET /changes in Chromium", () => {
+	const hint = "Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.";
+	if (!runsWith(existsSync(CHROMIUM), { notRun: NOT_RUN, hint, name: "follows the feed in Chromium" })) return;
+
+	let catalogue: Catalogue;
+	let browser: Browser;
+
+	beforeAll(async () => {
+		catalogue = await startCatalogue({ topology: "one-broker" });
+		browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 20_000 });
+	});
+	afterAll(async () => {
+		await browser?.close();
+		await catalogue?.stop();
+	});
+
+	test("two pages open: an edit in one appears in the other within one second", async () => {
+		const [editor, watcher] = [await browser.newPage(), await browser.newPage()];
+		await Promise.all([following(editor, catalogue.api.url), following(watcher, catalogue.api.url)]);
+		const sentAt = await editor.evaluate(async () => {
+			const at = Date.now();
+			const answer = await fetch("/category", {
+				method: "PUT",
+				headers: { "Content-Type": "application/json" },
+				body: JSON.stringify({ name: "Edited in a browser" }),
+			});
+			if (answer.status !== 200) throw new Error(`PUT /category answered ${answer.status}`);
+			return at;
+		});
+		const seenAt = await watcher.waitForFunction(
+			() =>
+				(window as unknown as { seen: { record: { name?: string }; at: number }[] }).seen.find(
+					change => change.record.name === "Edited in a browser",
+				)?.at,
+			undefined,
+			{ timeout: 1000 },
+		);
+		expect((await seenAt.jsonValue()) as number).toBeLessThan(sentAt + 1000);
+	}, 30_000);
+});
