@@ -115,6 +115,11 @@ export async function everyOperation() {
 		tags: document.tags.map(tag => tag.name),
 		paths: Object.keys(document.paths),
 	};
+	const feed = ok(await client.GET("/asyncapi.json"));
+	const described: { asyncapi: string; channels: string[] } = { asyncapi: feed.asyncapi, channels: Object.keys(feed.channels) };
+	const changes = await client.GET("/changes", { params: { query: { kinds: "game" } }, parseAs: "stream" });
+	const following: ReadableStream<Uint8Array> | null = changes.response.body;
+	await following?.cancel();
 	const docsPage: string = ok(await client.GET("/docs", { parseAs: "text" }));
 	const docsScript: string = ok(await client.GET("/docs/docs.js", { parseAs: "text" }));
 
@@ -126,7 +131,7 @@ export async function everyOperation() {
 		changes: [renamed, changed, replaced],
 		totals: [authorPage.totalElements, gamePage.totalElements, sameGamePage.pageable.pageNumber],
 		firstListed,
-		gateway: { live, ready, documented, docs: docsPage.length + docsScript.length },
+		gateway: { live, ready, documented, described, docs: docsPage.length + docsScript.length },
 		removedAuthor: removedAuthor.author,
 	};
 }

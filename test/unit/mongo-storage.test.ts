@@ -143,6 +143,12 @@ class RecordingCollection {
 		return { insertedCount: 1, ops: [doc] };
 	}
 
+	async insertMany(docs: Doc[]) {
+		this.calls.push({ method: "insertMany" });
+		this.docs.push(...structuredClone(docs));
+		return { insertedCount: docs.length, ops: docs };
+	}
+
 	async findOneAndUpdate(query: Doc, update: Doc) {
 		this.calls.push({ method: "findOneAndUpdate", query, update });
 		const doc = this.docs.find(candidate => matches(candidate, query));
