@@ -3,6 +3,7 @@ import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { config } from "../lib/config/config";
 import { noFilesToBackUp } from "../lib/storage/location";
 import type { OrphanGame } from "../services/games.types";
+import type { Change, FeedPage } from "../lib/feed/changes";
 
 type ReplCommand = NonNullable<ReplOptions["customCommands"]>[number];
 
@@ -43,6 +44,52 @@ async function integrity(broker: ServiceBroker): Promise<string> {
 	return [`${found.length} game(s) refer to a missing category or author:`, ...lines].join("\n");
 }
 
+/** Each feed's position (docs/followers.md): the latest change written, and the oldest still kept. */
+async function changes(broker: ServiceBroker): Promise<string> {
+	await discovered(broker);
+	const rows = await Promise.all(
+		DATA_SERVICE_NAMES.map(async name => {
+			const page = await orUnavailable(
+				broker.call<FeedPage, { after: number }>(`${name}.changes`, { after: Number.MAX_SAFE_INTEGER }),
+			);
+			return typeof page === "string"
+				? [name, page, ""]
+				: [name, String(page.last), page.first > page.last ? "none" : String(page.first)];
+		}),
+	);
+	return [["feed", "latest", "oldest kept"], ...rows]
+		.map(([name, last, first]) => `${name.padEnd(12)} ${last.padStart(8)}  ${first}`)
+		.join("\n");
+}
+
+/** One line per change. */
+const changeLine = ({ kind, seq, type, record }: Change) =>
+	`${kind.padEnd(8)} #${String(seq).padEnd(6)} ${type.padEnd(7)} ${record.id}  ${JSON.stringify(record.title ?? record.name ?? "")}`;
+
+/** How often `follow` reads the feeds. */
+const FOLLOW_EVERY_MS = 250;
+
+/** Prints every change made from now on, for `seconds` (30 by default), then says how many it printed. */
+async function follow(broker: ServiceBroker, { seconds }: Arguments): Promise<string> {
+	await discovered(broker);
+	const until = Date.now() + 1000 * (Number(seconds) > 0 ? Number(seconds) : 30);
+	const read = (name: string, after: number) => broker.call<FeedPage, { after: number }>(`${name}.changes`, { after });
+	const at = new Map(
+		await Promise.all(DATA_SERVICE_NAMES.map(async name => [name, (await read(name, Number.MAX_SAFE_INTEGER)).last] as const)),
+	);
+	let printed = 0;
+	while (Date.now() < until) {
+		for (const name of DATA_SERVICE_NAMES) {
+			const page = await read(name, at.get(name)!);
+			for (const change of page.changes) console.log(changeLine(change));
+			printed += page.changes.length;
+			at.set(name, page.changes.at(-1)?.seq ?? at.get(name)!);
+		}
+		await new Promise(resolve => setTimeout(resolve, FOLLOW_EVERY_MS));
+	}
+	return `Followed the feeds: ${printed} change(s).`;
+}
+
 /**
  * Copies this process's DATA_DIR files into `dir` and says what it copied. Where this process runs
  * the services (`npm run dev`, `npm start -- --repl`), the snapshot is one instant of its writes.
@@ -75,6 +122,8 @@ export const catalogueCommands: ReplCommand[] = [
 		description: "List games whose category or author does not exist",
 		action: printing(integrity),
 	},
+	{ command: "changes", description: "Each change feed's position: the latest change and the oldest kept", action: printing(changes) },
+	{ command: "follow [seconds]", description: "Print every change as it is made, for [seconds] (30)", action: printing(follow) },
 	{
 		command: "backup <dir>",
 		description: "Copy this node's SQLite database (DATA_DIR) into <dir>, one snapshot, while the catalogue runs",

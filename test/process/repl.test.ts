@@ -42,6 +42,16 @@ describe("npm run repl: a REPL node that joins a running cluster over NATS", () 
 		expect(integrity).not.toContain('"Sound"');
 		expect(await repl.type("orphans")).toContain(`missing author ${orphan.author}`);
 
+		const positions = await repl.type("changes");
+		expect(positions).toMatch(/games\s+2\s+1\b/);
+		expect(positions).toMatch(/authors\s+2\s+1\b/);
+		const following = repl.type("follow 3");
+		await new Promise(resolve => setTimeout(resolve, 1500));
+		const followed = await catalogue.api.category("Followed live");
+		const printed = await following;
+		expect(printed).toMatch(new RegExp(`category +#2 +created ${followed.id}  "Followed live"`));
+		expect(printed).toContain("Followed the feeds: 1 change(s).");
+
 		expect(await repl.type("nodes")).toContain(catalogue.broker.nodeID);
 		expect(await repl.quit()).toBe(0);
 	});
