@@ -27,6 +27,8 @@ interface Hub {
 	perClient: Map<string, number>;
 	/** Each service's read in progress: one at a time, so changes are handed over in order. */
 	reading: Partial<Record<DataServiceName, Promise<void>>>;
+	/** Each service's read asked for during the one in progress: one for all who asked meanwhile. */
+	queued: Partial<Record<DataServiceName, Promise<void>>>;
 	poll?: NodeJS.Timeout;
 }
 
@@ -93,10 +95,20 @@ export function changeStream(): Partial<ServiceSchema> {
 		},
 		events,
 		methods: {
-			/** Hands over the changes of `service` after the hub's position: one read at a time per service, each after the last. */
+			/**
+			 * Hands over the changes of `service` after the hub's position: one read at a time per service, and a read asked for
+			 * during another starts after it, one for all who asked meanwhile; resolves once a read begun after the call is done.
+			 */
 			pull(service: DataServiceName): Promise<void> {
 				const { hub } = this;
-				const next = (hub.reading[service] ?? Promise.resolve()).then(() => this.readFeed(service));
+				const queued = hub.queued[service];
+				if (queued) return queued;
+				const running = hub.reading[service];
+				const next = (running ?? Promise.resolve()).then(() => {
+					if (hub.queued[service] === next) delete hub.queued[service];
+					return this.readFeed(service);
+				});
+				if (running) hub.queued[service] = next;
 				const settled = next.catch(() => undefined);
 				hub.reading[service] = settled;
 				void settled.then(() => {
@@ -166,7 +178,7 @@ export function changeStream(): Partial<ServiceSchema> {
 				clearInterval(this.hub.poll);
 				for (const stream of this.hub.streams) stream.close();
 			};
-			this.hub = { position: {}, streams: new Set(), perClient: new Map(), reading: {} };
+			this.hub = { position: {}, streams: new Set(), perClient: new Map(), reading: {}, queued: {} };
 		},
 		started() {
 			this.hub.poll = setInterval(() => {

@@ -10,6 +10,9 @@ import { FEED_SERVICES, positionText, type Change, type Position } from "./chang
 /** Bytes a stream may hold unsent (a slow or stalled client); beyond, it is closed, and the client resumes with Last-Event-ID. */
 export const STREAM_BUFFER_BYTES = 256 * 1024;
 
+/** Changes a stream that is still catching up may hold back; beyond, it is closed, and the client resumes from where it got to. */
+export const WAITING_CHANGES = 1000;
+
 /** How often an idle stream gets a comment line, so that proxies and the client see it alive. */
 export const HEARTBEAT_MS = 15_000;
 
@@ -71,8 +74,9 @@ export class ChangeStream {
 
 	/** A change read live: sent now, or once the stream has caught up. */
 	offer(change: Change): void {
-		if (this.waiting) this.waiting.push(change);
-		else this.send(change);
+		if (!this.waiting) this.send(change);
+		else if (this.waiting.length < WAITING_CHANGES) this.waiting.push(change);
+		else this.body.destroy();
 	}
 
 	/** A change read while catching up. */

@@ -1,5 +1,5 @@
 import type { Change } from "../../lib/feed/changes";
-import { ChangeStream, frame, HEARTBEAT_MS, STREAM_BUFFER_BYTES } from "../../lib/feed/sse";
+import { ChangeStream, frame, HEARTBEAT_MS, STREAM_BUFFER_BYTES, WAITING_CHANGES } from "../../lib/feed/sse";
 
 const change = (seq: number, title = "Tigris"): Change => ({
 	id: `change-${seq}`,
@@ -68,6 +68,15 @@ describe("ChangeStream", () => {
 		expect((seq - 1) * each).toBeLessThan(STREAM_BUFFER_BYTES + 2 * each);
 		stream.close();
 		expect(closes).toBe(1);
+	});
+
+	test(`a stream still catching up holds back ${WAITING_CHANGES} live changes at most, then is closed`, () => {
+		const stream = new ChangeStream({ ...start }, everything, () => undefined);
+		for (let seq = 1; seq <= WAITING_CHANGES; seq++) stream.offer(change(seq));
+		expect(stream.closed).toBe(false);
+		stream.offer(change(WAITING_CHANGES + 1));
+		expect(stream.closed).toBe(true);
+		stream.close();
 	});
 
 	test("an idle stream gets a comment line every HEARTBEAT_MS", () => {
