@@ -25,6 +25,8 @@ interface Hub {
 	position: Partial<Position>;
 	streams: Set<ChangeStream>;
 	perClient: Map<string, number>;
+	/** Clients waiting for the hub to read the feeds before their stream starts. */
+	joining: number;
 	/** Each service's read in progress: one at a time, so changes are handed over in order. */
 	reading: Partial<Record<DataServiceName, Promise<void>>>;
 	/** Each service's read asked for during the one in progress: one for all who asked meanwhile. */
@@ -42,8 +44,8 @@ type HubMethods = {
 };
 
 /**
- * GET /changes on the gateway (docs/followers.md): one hub per gateway reads the services' feeds, woken by their broadcasts and
- * every POLL_MS, and hands each change to the streams of its clients. Every gateway reads the same feeds, so all see the same changes.
+ * GET /changes on the gateway (docs/followers.md): one hub per gateway reads the services' feeds while a client follows them, woken
+ * by their broadcasts and every POLL_MS, and hands each change to the streams of its clients. Every gateway reads the same feeds, so all see the same changes.
  */
 export function changeStream(): Partial<ServiceSchema> {
 	const events = Object.fromEntries(
@@ -71,12 +73,20 @@ export function changeStream(): Partial<ServiceSchema> {
 					const client = ctx.meta.clientAddress ?? "unknown";
 					if (hub.streams.size >= STREAM_LIMITS.total) throw tooManyStreams(false);
 					if ((hub.perClient.get(client) ?? 0) >= STREAM_LIMITS.perClient) throw tooManyStreams(true);
-					await Promise.all(DATA_SERVICE_NAMES.map(service => this.pull(service)));
+					// Counted while it waits, so that the last stream closing meanwhile does not reset the hub under it.
+					hub.joining++;
+					try {
+						await Promise.all(DATA_SERVICE_NAMES.map(service => this.pull(service)));
+					} finally {
+						hub.joining--;
+					}
 					const follows = new Set(
 						ctx.params.kinds?.split(",").map(kind => FEED_SERVICES[kind as keyof typeof FEED_SERVICES]) ?? DATA_SERVICE_NAMES,
 					);
 					const stream = new ChangeStream({ ...(hub.position as Position), ...from }, follows, () => {
 						hub.streams.delete(stream);
+						// Followed by no one, the hub reads nothing; the next stream starts it from then.
+						if (hub.streams.size === 0 && hub.joining === 0) hub.position = {};
 						const open = (hub.perClient.get(client) ?? 1) - 1;
 						if (open > 0) hub.perClient.set(client, open);
 						else hub.perClient.delete(client);
@@ -148,7 +158,7 @@ export function changeStream(): Partial<ServiceSchema> {
 				const service = FEED_SERVICES[change.kind];
 				const { hub } = this;
 				const at = hub.position[service];
-				if (at === undefined || change.seq <= at) return;
+				if (hub.streams.size === 0 || at === undefined || change.seq <= at) return;
 				if (hub.reading[service] === undefined && change.seq === at + 1) {
 					hub.position[service] = change.seq;
 					for (const stream of hub.streams) stream.offer(change);
@@ -178,10 +188,11 @@ export function changeStream(): Partial<ServiceSchema> {
 				clearInterval(this.hub.poll);
 				for (const stream of this.hub.streams) stream.close();
 			};
-			this.hub = { position: {}, streams: new Set(), perClient: new Map(), reading: {}, queued: {} };
+			this.hub = { position: {}, streams: new Set(), perClient: new Map(), joining: 0, reading: {}, queued: {} };
 		},
 		started() {
 			this.hub.poll = setInterval(() => {
+				if (this.hub.streams.size === 0) return;
 				for (const service of DATA_SERVICE_NAMES) void this.pull(service).catch(() => undefined);
 			}, POLL_MS);
 			this.hub.poll.unref();

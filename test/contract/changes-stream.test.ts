@@ -121,6 +121,29 @@ describe("GET /changes", () => {
 // One broker has one gateway: the four-broker project runs this case.
 const overNats = process.env.CATALOGUE_TOPOLOGY === "nats" ? test : test.skip;
 
+test("a gateway followed by no one reads no feed", async () => {
+	const { hub } = localService<{ hub: { streams: Set<unknown> } }>(catalogue, "api");
+	for (let tries = 0; hub.streams.size > 0 && tries < 100; tries++) await new Promise(resolve => setTimeout(resolve, 20));
+	expect(hub.streams.size).toBe(0);
+	const { broker } = catalogue;
+	const call = broker.call.bind(broker);
+	const reads: string[] = [];
+	const spy = jest.spyOn(broker, "call").mockImplementation(((action: unknown, ...rest: unknown[]) => {
+		if (typeof action === "string") reads.push(action);
+		return (call as (...args: unknown[]) => unknown)(action, ...rest);
+	}) as typeof broker.call);
+	try {
+		await new Promise(resolve => setTimeout(resolve, 2500));
+		expect(reads.filter(action => action.endsWith(".changes"))).toEqual([]);
+		// Followed again, it reads the feeds.
+		const stream = await follow();
+		await stream.next(event => event.event === "ready");
+		expect(reads.filter(action => action.endsWith(".changes")).length).toBeGreaterThan(0);
+	} finally {
+		spy.mockRestore();
+	}
+});
+
 describe("two gateways", () => {
 	overNats("send the same changes", async () => {
 		const second = new ServiceBroker({
