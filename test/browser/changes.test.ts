@@ -1,21 +1,9 @@
-import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { chromiumRuns, launchChromium } from "../support/chromium";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
-import { runsWith } from "../support/not-run";
 
 // GET /changes in a real headless Chromium (docs/followers.md): two pages of the catalogue follow the feed with EventSource, and an
-// edit made in one appears in the other within one second. Debian's chromium, as test/browser/docs.test.ts.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const NOT_RUN = `change feed browser test NOT RUN: no Chromium at ${CHROMIUM}`;
-const CHROMIUM_ARGS = [
-	"--headless",
-	"--no-sandbox",
-	"--disable-gpu",
-	"--no-first-run",
-	"--disable-background-networking",
-	"--disable-sync",
-];
-
+// edit made in one appears in the other within one second.
 /** Opens the docs page (the gateway's own origin) and follows /changes from it; resolves once the stream is caught up. */
 async function following(page: Page, url: string): Promise<void> {
 	await page.goto(`${url}/docs`);
@@ -34,15 +22,14 @@ async function following(page: Page, url: string): Promise<void> {
 }
 
 describe("GET /changes in Chromium", () => {
-	const hint = "Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.";
-	if (!runsWith(existsSync(CHROMIUM), { notRun: NOT_RUN, hint, name: "follows the feed in Chromium" })) return;
+	if (!chromiumRuns("change feed browser test", "follows the feed in Chromium")) return;
 
 	let catalogue: Catalogue;
 	let browser: Browser;
 
 	beforeAll(async () => {
 		catalogue = await startCatalogue({ topology: "one-broker" });
-		browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 20_000 });
+		browser = await launchChromium();
 	});
 	afterAll(async () => {
 		await browser?.close();

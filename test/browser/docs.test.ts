@@ -1,30 +1,14 @@
-import { existsSync } from "node:fs";
 import type { Service } from "moleculer";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { chromiumRuns, launchChromium } from "../support/chromium";
 import { actionCounter } from "../support/calls";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
 import { IdentityProvider, signingKey } from "../support/identity-provider";
-import { runsWith } from "../support/not-run";
 
 // The docs page (GET /docs) in a real headless Chromium: it loads without a console error or a
 // failed request under its Content-Security-Policy, lists every operation of /openapi.json, and
 // its "Try it out" reaches the service. Debian's chromium (`apt-get install chromium`; .ci/run
 // installs it). Without it this suite cannot run: it says so, and fails under CI=true.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const NOT_RUN = `docs page browser test NOT RUN: no Chromium at ${CHROMIUM}`;
-
-// Without the background-networking flags Chromium calls Google's servers, which this closed
-// network refuses, and logs errors. playwright-core gives it a fresh temporary profile itself.
-const CHROMIUM_ARGS = [
-	"--headless",
-	"--no-sandbox",
-	"--disable-gpu",
-	"--disable-quic",
-	"--no-first-run",
-	"--disable-background-networking",
-	"--disable-component-update",
-	"--disable-sync",
-];
 
 /** Everything that went wrong on the page: console errors, uncaught exceptions, failed or refused requests. */
 function watch(page: Page): string[] {
@@ -41,8 +25,7 @@ function watch(page: Page): string[] {
 }
 
 describe("the docs page in Chromium", () => {
-	const hint = "Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.";
-	if (!runsWith(existsSync(CHROMIUM), { notRun: NOT_RUN, hint, name: "runs in Chromium" })) return;
+	if (!chromiumRuns("docs page browser test", "runs in Chromium")) return;
 
 	const counter = actionCounter();
 	let catalogue: Catalogue;
@@ -50,7 +33,7 @@ describe("the docs page in Chromium", () => {
 
 	beforeAll(async () => {
 		catalogue = await startCatalogue({ topology: "one-broker", middlewares: [counter.middleware] });
-		browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 20_000 });
+		browser = await launchChromium();
 	});
 
 	afterAll(async () => {
