@@ -36,8 +36,8 @@ export function gameTitles(file: string): ServiceSchema<ServiceSettingSchema, Fo
 			async readFeed() {
 				for (;;) {
 					const page: FeedPage = await this.broker.call("games.changes", { after: copy!.position });
-					// Further behind than the feed keeps: start again from a full read.
-					if (page.first > copy!.position + 1) return this.fullRead();
+					// Further behind than the feed keeps, or ahead of it (a store restored from a backup): start again from a full read.
+					if (page.first > copy!.position + 1 || page.last < copy!.position) return this.fullRead();
 					for (const { seq, type, record } of page.changes) {
 						if (type === "removed") delete copy!.titles[record.id];
 						else copy!.titles[record.id] = record.title!;

@@ -30,8 +30,7 @@ export interface ChangeFeedMethods {
  * with the write, read in order by `changes` and broadcast as `<service>.<type>` once stored.
  */
 export function changeFeed(kind: Kind) {
-	let pruning: NodeJS.Timeout | undefined;
-	return asMixin<Row, ChangeFeedMethods & ChangeRelayMethods>({
+	return asMixin<Row, ChangeFeedMethods & ChangeRelayMethods & { pruning?: NodeJS.Timeout }>({
 		mixins: [changeRelay(kind)],
 		actions: {
 			// { changes, first, last }: up to `limit` changes after position `after`, in the order they were written; `first` is the
@@ -83,16 +82,16 @@ export function changeFeed(kind: Kind) {
 			},
 		},
 		started() {
-			pruning = setInterval(() => {
+			this.pruning = setInterval(() => {
 				// In a cluster the feed is JetStream's outbox: a change not yet published is kept.
 				pruneChanges(this.adapter, FEED_RETENTION, natsConnection(this.broker) !== undefined).catch((err: Error) =>
 					this.logger.warn("The change feed was not pruned:", err.message),
 				);
 			}, PRUNE_EVERY_MS);
-			pruning.unref();
+			this.pruning.unref();
 		},
 		stopped() {
-			clearInterval(pruning);
+			clearInterval(this.pruning);
 		},
 	});
 }

@@ -42,91 +42,102 @@ export interface ChangeRelayMethods {
  * (lib/feed/jetstream.ts): after each recorded write and every second, the changes not yet published are published in order,
  * then noted as published in the store. A crash between the two publishes them again, and JetStream drops them by their id.
  */
+/** One service instance's relay: several brokers of one process (tests, an in-process cluster) each have their own. */
+interface Relay {
+	timer?: NodeJS.Timeout;
+	running?: Promise<void>;
+	again: boolean;
+	streamMade: boolean;
+	/** Why the last relay failed, until one succeeds; logged once per reason. */
+	failure?: string;
+	/** When the oldest change not yet published was written; null when none waits. */
+	oldestAt: number | null;
+}
+
+type RelayMethods = ChangeRelayMethods & { relay: Relay; relayOnce(): Promise<void>; noteOutbox(outbox: Outbox): void };
+type Outbox = Awaited<ReturnType<typeof unpublished>>;
+
 export function changeRelay(kind: Kind) {
 	const labels = { service: kind.service };
-	let timer: NodeJS.Timeout | undefined;
-	let running: Promise<void> | undefined;
-	let again = false;
-	let streamMade = false;
-	/** Why the last relay failed, until one succeeds; logged once per reason. */
-	let failure: string | undefined;
-	let oldestAt: number | null = null;
-	return asMixin<Row, ChangeRelayMethods & { relayOnce(): Promise<void> }>({
+	return asMixin<Row, RelayMethods>({
 		methods: {
 			relayChanges() {
+				const { relay } = this;
 				if (!natsConnection(this.broker)) return;
-				if (running) {
-					again = true;
+				if (relay.running) {
+					relay.again = true;
 					return;
 				}
-				running = this.relayOnce()
+				relay.running = this.relayOnce()
 					.then(() => {
-						failure = undefined;
+						relay.failure = undefined;
 					})
 					.catch((err: Error) => {
-						if (failure !== err.message)
+						// The stream may be gone (deleted, or a NATS started without its store): made again at the next try.
+						relay.streamMade = false;
+						if (relay.failure !== err.message)
 							this.logger.warn(`The ${kind.service} changes are not published to JetStream yet:`, err.message);
-						failure = err.message;
+						relay.failure = err.message;
 					})
 					.finally(() => {
-						running = undefined;
-						if (again) {
-							again = false;
+						relay.running = undefined;
+						if (relay.again) {
+							relay.again = false;
 							this.relayChanges();
 						}
 					});
 			},
 
 			async relayOnce() {
+				const { relay } = this;
 				const nats = natsConnection(this.broker)!;
-				if (!streamMade) {
-					await ensureStream(await nats.jetstreamManager());
-					streamMade = true;
-				}
 				for (;;) {
+					// Read first: an outbox that cannot be published (no JetStream, NATS away) is seen waiting.
 					const outbox = await unpublished(this.adapter, FEED_PAGE);
-					oldestAt = outbox.oldestAt;
-					if (this.broker.metrics.isEnabled()) {
-						this.broker.metrics.set(FEED_METRICS.depth, outbox.last - outbox.published, labels);
-						this.broker.metrics.set(FEED_METRICS.age, oldestAt === null ? 0 : (Date.now() - oldestAt) / 1000, labels);
+					this.noteOutbox(outbox);
+					if (outbox.changes.length === 0) return;
+					if (!relay.streamMade) {
+						await ensureStream(await nats.jetstreamManager());
+						relay.streamMade = true;
 					}
-					const last = await publishChanges(nats, outbox.changes as unknown as Change[]);
-					if (last !== undefined) {
-						await markPublished(this.adapter, last);
-						if (this.broker.metrics.isEnabled())
-							this.broker.metrics.increment(FEED_METRICS.published, labels, outbox.changes.length);
-					}
-					if (outbox.changes.length < FEED_PAGE) {
-						oldestAt = null;
-						if (this.broker.metrics.isEnabled()) {
-							this.broker.metrics.set(FEED_METRICS.depth, outbox.last - (last ?? outbox.published), labels);
-							this.broker.metrics.set(FEED_METRICS.age, 0, labels);
-						}
-						return;
-					}
+					const { last, stored } = await publishChanges(nats, outbox.changes as unknown as Change[]);
+					await markPublished(this.adapter, last!);
+					if (this.broker.metrics.isEnabled()) this.broker.metrics.increment(FEED_METRICS.published, labels, stored);
 				}
+			},
+
+			/** What waits in the outbox, for readiness and the metrics. */
+			noteOutbox({ oldestAt, last, published }: Outbox) {
+				this.relay.oldestAt = oldestAt;
+				if (!this.broker.metrics.isEnabled()) return;
+				this.broker.metrics.set(FEED_METRICS.depth, last - published, labels);
+				this.broker.metrics.set(FEED_METRICS.age, oldestAt === null ? 0 : (Date.now() - oldestAt) / 1000, labels);
 			},
 		},
 		hooks: {
 			after: {
 				// Not ready while the outbox does not drain: followers would not hear of the writes.
 				ready(_ctx: unknown, answer: unknown) {
+					const { oldestAt, failure } = this.relay;
 					if (oldestAt !== null && Date.now() - oldestAt > OUTBOX_STALLED_MS)
 						throw outboxStalled(Math.round((Date.now() - oldestAt) / 1000), failure ?? "publishing");
 					return answer;
 				},
 			},
 		},
+		created() {
+			this.relay = { again: false, streamMade: false, oldestAt: null };
+		},
 		started() {
 			if (!natsConnection(this.broker)) return;
 			registerMetrics(this.broker);
-			timer = setInterval(() => this.relayChanges(), RELAY_EVERY_MS);
-			timer.unref();
+			this.relay.timer = setInterval(() => this.relayChanges(), RELAY_EVERY_MS);
+			this.relay.timer.unref();
 			this.relayChanges();
 		},
 		async stopped() {
-			clearInterval(timer);
-			await running;
+			clearInterval(this.relay.timer);
+			await this.relay.running;
 		},
 	});
 }

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { Errors, type Context, type ServiceSchema, type ServiceSettingSchema } from "moleculer";
 import { notAPosition, tooManyStreams } from "../lib/catalogue/errors";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../lib/catalogue/services";
 import { FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type ChangeType, type FeedPage, type Position } from "../lib/feed/changes";
@@ -27,6 +27,8 @@ interface Hub {
 	perClient: Map<string, number>;
 	/** Clients waiting for the hub to read the feeds before their stream starts. */
 	joining: number;
+	/** The gateway is stopping: streams are ended, and no new one starts. */
+	stopping: boolean;
 	/** Each service's read in progress: one at a time, so changes are handed over in order. */
 	reading: Partial<Record<DataServiceName, Promise<void>>>;
 	/** Each service's read asked for during the one in progress: one for all who asked meanwhile. */
@@ -71,12 +73,23 @@ export function changeStream(): Partial<ServiceSchema> {
 					const from = sent === undefined ? undefined : parsePosition(sent);
 					if (sent !== undefined && !from) throw notAPosition();
 					const client = ctx.meta.clientAddress ?? "unknown";
-					if (hub.streams.size >= STREAM_LIMITS.total) throw tooManyStreams(false);
+					if (hub.stopping) throw new Errors.ServiceNotAvailableError({ action: "api.changes", nodeID: this.broker.nodeID });
+					if (hub.streams.size + hub.joining >= STREAM_LIMITS.total) throw tooManyStreams(false);
 					if ((hub.perClient.get(client) ?? 0) >= STREAM_LIMITS.perClient) throw tooManyStreams(true);
-					// Counted while it waits, so that the last stream closing meanwhile does not reset the hub under it.
+					// Its places are taken before it waits, so that requests sent at once cannot pass the limits together;
+					// counted as joining, the last stream closing meanwhile does not reset the hub under it.
+					const leave = () => {
+						const open = (hub.perClient.get(client) ?? 1) - 1;
+						if (open > 0) hub.perClient.set(client, open);
+						else hub.perClient.delete(client);
+					};
+					hub.perClient.set(client, (hub.perClient.get(client) ?? 0) + 1);
 					hub.joining++;
 					try {
 						await Promise.all(DATA_SERVICE_NAMES.map(service => this.pull(service)));
+					} catch (err) {
+						leave();
+						throw err;
 					} finally {
 						hub.joining--;
 					}
@@ -87,12 +100,10 @@ export function changeStream(): Partial<ServiceSchema> {
 						hub.streams.delete(stream);
 						// Followed by no one, the hub reads nothing; the next stream starts it from then.
 						if (hub.streams.size === 0 && hub.joining === 0) hub.position = {};
-						const open = (hub.perClient.get(client) ?? 1) - 1;
-						if (open > 0) hub.perClient.set(client, open);
-						else hub.perClient.delete(client);
+						leave();
 					});
 					hub.streams.add(stream);
-					hub.perClient.set(client, (hub.perClient.get(client) ?? 0) + 1);
+					if (hub.stopping) stream.close();
 					ctx.meta.$responseType = "text/event-stream; charset=utf-8";
 					ctx.meta.$responseHeaders = { "Cache-Control": "no-store", "X-Accel-Buffering": "no" };
 					void this.catchUp(stream, follows).catch((err: Error) => {
@@ -165,19 +176,23 @@ export function changeStream(): Partial<ServiceSchema> {
 				} else void this.pull(service).catch(() => undefined);
 			},
 
-			/** Sends `stream` the changes between its position and the hub's, from the feeds, then the live ones. */
+			/**
+			 * Sends `stream` the changes after its position from the feeds, a page at a time as its client reads them, up to the hub's
+			 * position or past it (the hub's own come after, and repeat none), then the live ones.
+			 */
 			async catchUp(stream: ChangeStream, follows: Set<DataServiceName>): Promise<void> {
 				for (const service of follows) {
-					for (let at = stream.at(service); at < (this.hub.position[service] ?? 0) && !stream.closed; at = stream.at(service)) {
+					for (let at = stream.at(service); !stream.closed; at = stream.at(service)) {
 						const page = await this.broker.call<FeedPage, { after: number }>(`${service}.changes`, { after: at });
 						if (page.first > at + 1 || page.last < at) {
+							// Pruned past it, or a position ahead of the feed (another store): the client starts again.
 							stream.reset(service, this.hub.position[service] ?? page.last);
 							break;
 						}
 						for (const change of page.changes) stream.send(change);
-						if (page.changes.length === 0) break;
+						if (page.changes.length < FEED_PAGE || stream.at(service) >= (this.hub.position[service] ?? 0)) break;
+						await stream.roomToWrite();
 					}
-					if (stream.at(service) > (this.hub.position[service] ?? 0)) stream.reset(service, this.hub.position[service] ?? 0);
 				}
 				stream.caughtUp();
 			},
@@ -185,10 +200,11 @@ export function changeStream(): Partial<ServiceSchema> {
 		created() {
 			// Called by the drain (middlewares/drain.middleware.ts) before the gateway stops taking requests.
 			this.endStreams = () => {
+				this.hub.stopping = true;
 				clearInterval(this.hub.poll);
 				for (const stream of this.hub.streams) stream.close();
 			};
-			this.hub = { position: {}, streams: new Set(), perClient: new Map(), joining: 0, reading: {}, queued: {} };
+			this.hub = { position: {}, streams: new Set(), perClient: new Map(), joining: 0, reading: {}, queued: {}, stopping: false };
 		},
 		started() {
 			this.hub.poll = setInterval(() => {

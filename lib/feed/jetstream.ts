@@ -37,13 +37,18 @@ export async function ensureStream(jsm: JetStreamManager): Promise<void> {
 	else await jsm.streams.add(streamConfig);
 }
 
-/** Publishes `changes` in order, each acknowledged by JetStream before the next: the seq of the last one published. */
-export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<number | undefined> {
+/**
+ * Publishes `changes` in order, each acknowledged by JetStream before the next: the seq of the last one published, and how many the
+ * stream stored (the others it had already, by their id).
+ */
+export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<{ last?: number; stored: number }> {
 	const js = nats.jetstream();
-	let published: number | undefined;
+	let last: number | undefined;
+	let stored = 0;
 	for (const change of changes) {
-		await js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS });
-		published = change.seq;
+		const ack = await js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS });
+		if (!ack.duplicate) stored++;
+		last = change.seq;
 	}
-	return published;
+	return { last, stored };
 }

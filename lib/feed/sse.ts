@@ -64,7 +64,23 @@ export class ChangeStream {
 	}
 
 	get closed(): boolean {
-		return this.body.destroyed;
+		return this.ended || this.body.destroyed;
+	}
+
+	/**
+	 * Resolves once the client has read what it was sent down to half the stream's bound (or the stream is closed); a client that
+	 * reads nothing for HEARTBEAT_MS meanwhile is closed.
+	 */
+	async roomToWrite(): Promise<void> {
+		const buffered = () => this.body.readableLength + this.body.writableLength;
+		const deadline = Date.now() + HEARTBEAT_MS;
+		while (!this.closed && buffered() > STREAM_BUFFER_BYTES / 2) {
+			if (Date.now() > deadline) {
+				this.body.destroy();
+				return;
+			}
+			await new Promise(resolve => setTimeout(resolve, 10));
+		}
 	}
 
 	/** Where the stream is in `service`'s feed. */

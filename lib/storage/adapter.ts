@@ -68,8 +68,8 @@ export const isDuplicateId = (err: unknown) => {
 /** moleculer-db-adapter-mongo's writes, as its type declarations leave them out. */
 interface MongoWrites {
 	insertMany(docs: Record<string, unknown>[]): Promise<unknown[]>;
-	updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
 	removeMany(query: Record<string, unknown>): Promise<number>;
+	collection: { updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<{ matchedCount: number }> };
 }
 
 /**
@@ -87,7 +87,8 @@ export async function recordedWrite(
 	}
 	const mongo = adapter as MongoWrites;
 	if ("insert" in write) return { written: (await mongo.insertMany(write.insert)).length, changes: [] };
-	if ("update" in write) return { written: await mongo.updateMany(write.query, write.update), changes: [] };
+	// The records matched: the adapter's own updateMany counts only those whose values changed, and a write of the same values is a write.
+	if ("update" in write) return { written: (await mongo.collection.updateMany(write.query, write.update)).matchedCount, changes: [] };
 	return { written: await mongo.removeMany(write.query), changes: [] };
 }
 

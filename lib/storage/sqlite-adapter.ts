@@ -364,7 +364,9 @@ export class SqliteAdapter {
 		return this.write(db => {
 			const last = `(SELECT seq FROM sqlite_sequence WHERE name = '${this.feed}')`;
 			const kept = keepUnpublished ? ` AND seq <= ${this.publishedSql}` : "";
-			const statement = db.prepare(`DELETE FROM ${this.feed} WHERE (at < ? OR seq <= ${last} - ?)${kept}`);
+			// By seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed.
+			const old = `(SELECT max(seq) FROM ${this.feed} WHERE at < ?)`;
+			const statement = db.prepare(`DELETE FROM ${this.feed} WHERE (seq <= ${old} OR seq <= ${last} - ?)${kept}`);
 			return Number(statement.run(Date.now() - maxAgeMs, maxChanges).changes);
 		});
 	}
@@ -394,7 +396,7 @@ export class SqliteAdapter {
 		const key = `published ${this.options.collection}`;
 		return this.write(db => {
 			db.prepare(
-				"INSERT INTO catalogue_meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), excluded.value)",
+				"INSERT INTO catalogue_meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
 			).run(key, seq);
 		});
 	}

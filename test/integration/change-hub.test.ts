@@ -1,5 +1,6 @@
 import { ServiceBroker } from "moleculer";
-import type { FeedPage } from "../../lib/feed/changes";
+import type { Change, FeedPage, Position } from "../../lib/feed/changes";
+import { ChangeStream } from "../../lib/feed/sse";
 import { changeStream } from "../../mixins/change-stream.mixin";
 
 // The gateway's hub (mixins/change-stream.mixin.ts) under a burst: reads of a feed asked for while one is in progress share one read,
@@ -7,6 +8,17 @@ import { changeStream } from "../../mixins/change-stream.mixin";
 
 let broker: ServiceBroker;
 const reads: number[] = [];
+/** The games feed the stub answers from: seqs 1 to `feedLast`. */
+let feedLast = 0;
+const gameChange = (seq: number): Change => ({
+	id: `change-${seq}`,
+	kind: "game",
+	type: "updated",
+	seq,
+	at: "2026-11-26T16:00:00.000Z",
+	requestId: null,
+	record: { id: "game", title: `Title ${seq}` },
+});
 
 beforeAll(async () => {
 	broker = new ServiceBroker({ logger: false });
@@ -15,9 +27,12 @@ beforeAll(async () => {
 			name,
 			actions: {
 				async changes(ctx): Promise<FeedPage> {
-					if (name === "games") reads.push((ctx.params as { after: number }).after);
+					const { after } = ctx.params as { after: number };
+					if (name !== "games") return { changes: [], first: 1, last: 0 };
+					reads.push(after);
 					await new Promise(resolve => setTimeout(resolve, 20));
-					return { changes: [], first: 1, last: 0 };
+					const changes = Array.from({ length: Math.max(0, feedLast - after) }, (_, index) => gameChange(after + index + 1));
+					return { changes, first: 1, last: feedLast };
 				},
 			},
 		});
@@ -37,4 +52,18 @@ test("200 reads asked during one in progress make one more read, and each caller
 	const burst = Array.from({ length: 200 }, () => hub.pull("games"));
 	await Promise.all([first, ...burst]);
 	expect(reads).toHaveLength(2);
+});
+
+test("a stream catching up past the hub's position (a change the hub has not read yet) gets it once, and no reset", async () => {
+	type Hub = { hub: { position: Partial<Position> }; catchUp(stream: ChangeStream, follows: Set<string>): Promise<void> };
+	const hub = broker.getLocalService("hub") as unknown as Hub;
+	feedLast = 5;
+	hub.hub.position = { authors: 0, categories: 0, games: 4 };
+	const stream = new ChangeStream({ authors: 0, categories: 0, games: 2 }, new Set(["games"] as const), () => undefined);
+	await hub.catchUp(stream, new Set(["games"]));
+	stream.offer(gameChange(5));
+	const text = String(stream.body.read());
+	expect(text).not.toContain("event: reset");
+	expect([...text.matchAll(/"seq":(\d+)/g)].map(match => Number(match[1]))).toEqual([3, 4, 5]);
+	stream.close();
 });

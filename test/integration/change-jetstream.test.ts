@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { AckPolicy, connect, type JetStreamManager, type NatsConnection } from "nats";
 import { ServiceBroker } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import type { Change } from "../../lib/feed/changes";
 import { CHANGES_STREAM } from "../../lib/feed/jetstream";
+import { waitingOn } from "../../lib/http/health";
 import brokerOptions from "../../moleculer.config";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -137,5 +141,40 @@ test("a durable consumer acknowledges, resumes where it stopped, and shares the 
 	} finally {
 		await again.close();
 		await other.close();
+	}
+});
+
+test("a NATS without JetStream: the outbox is seen waiting, and readiness names the service's changes once it has waited 30 s", async () => {
+	const folder = mkdtempSync(path.join(tmpdir(), "nats-no-jetstream-"));
+	const config = path.join(folder, "nats.conf");
+	writeFileSync(config, "max_payload: 64MB\n");
+	const plain = await startNats(10_000, config);
+	const lone = new ServiceBroker({
+		...brokerOptions,
+		nodeID: `no-jetstream-${process.pid}`,
+		namespace: `no-jetstream-${newId()}`,
+		transporter: { type: "NATS", options: { url: plain.url } },
+		cacher: undefined,
+		logger: false,
+	});
+	lone.createService(CategoriesService);
+	try {
+		await lone.start();
+		await lone.call("categories.create", { name: "Never published" });
+		const categories = lone.getLocalService("categories") as unknown as { relay: { oldestAt: number | null; failure?: string } };
+		await until("the relay has tried", async () => categories.relay.failure !== undefined);
+		expect(categories.relay.oldestAt).not.toBeNull();
+		await expect(lone.call("categories.ready")).resolves.toEqual({ status: "ready" });
+		categories.relay.oldestAt = Date.now() - 31_000;
+		const refused = await lone.call("categories.ready").catch((err: unknown) => err);
+		expect(refused).toMatchObject({
+			type: "OUTBOX_STALLED",
+			message: expect.stringMatching(/^The change feed has not been published for 3\d s: /),
+		});
+		expect(waitingOn("categories", refused)).toBe("categories changes");
+	} finally {
+		await lone.stop();
+		await plain.stop();
+		rmSync(folder, { recursive: true, force: true });
 	}
 });

@@ -159,8 +159,14 @@ class RecordingCollection {
 	async updateMany(query: Doc, update: Doc) {
 		this.calls.push({ method: "updateMany", query, update });
 		const docs = this.docs.filter(doc => matches(doc, query));
-		for (const doc of docs) apply(doc, update);
-		return { modifiedCount: docs.length };
+		let modifiedCount = 0;
+		for (const doc of docs) {
+			const before = JSON.stringify(doc);
+			apply(doc, update);
+			if (JSON.stringify(doc) !== before) modifiedCount++;
+		}
+		// MongoDB's own counts: a document written with the values it has is matched, not modified.
+		return { matchedCount: docs.length, modifiedCount };
 	}
 
 	async deleteMany(query: Doc) {
@@ -268,6 +274,13 @@ describe("queries the services send to MongoDB (recording collections, no server
 
 	beforeEach(() => {
 		for (const store of collections.values()) store.docs.length = 0;
+	});
+
+	test("an update to the values a record has answers 1, as any update (MongoDB matches it without modifying it)", async () => {
+		const category = await api.category("Same");
+		expect(await api.put(`/category/${category.id}`, { name: "Same" })).toMatchObject({ status: 200, body: 1 });
+		const author = await api.author("Same", "Same");
+		expect(await api.put(`/author/${author.id}`, { name: "Same", nationality: "Same" })).toMatchObject({ status: 200, body: 1 });
 	});
 
 	test("each service has a MongoDbAdapter for MONGO_URI and a collection of its own", () => {

@@ -339,3 +339,39 @@ describe("SqliteAdapter", () => {
 		expect(await authors.findById("a1")).toEqual({ _id: "a1", name: "Uwe Rosenberg" });
 	});
 });
+
+describe("the change feed's table (docs/followers.md)", () => {
+	const change = (id: string) => ({ id: `change-${id}`, record: { id } });
+	const write = (adapter: SqliteAdapter, id: string) => adapter.recordedWrite({ insert: [{ _id: id, title: id }] }, change);
+
+	test("a write refused by the store records no change, and the seq of the next one follows the last", async () => {
+		const adapter = await store(freshDataDir());
+		expect((await write(adapter, "a")).map(recorded => recorded.seq)).toEqual([1]);
+		await expect(write(adapter, "a")).rejects.toMatchObject({ duplicateId: true });
+		expect((await write(adapter, "b")).map(recorded => recorded.seq)).toEqual([2]);
+		expect((await adapter.changesAfter(0, 10)).changes.map(recorded => recorded.id)).toEqual(["change-a", "change-b"]);
+	});
+
+	test("the published mark never goes back (two replicas noting out of order)", async () => {
+		const adapter = await store(freshDataDir());
+		for (const id of ["a", "b", "c"]) await write(adapter, id);
+		await adapter.markPublished(3);
+		await adapter.markPublished(1);
+		expect((await adapter.unpublished(10)).published).toBe(3);
+	});
+
+	test("pruning keeps what is not published, and never leaves a hole when the clock went back", async () => {
+		const adapter = await store(freshDataDir());
+		for (const id of ["a", "b", "c", "d"]) await write(adapter, id);
+		await adapter.markPublished(2);
+		expect(await adapter.pruneChanges({ maxAgeMs: 60_000, maxChanges: 0 }, true)).toBe(2);
+		expect((await adapter.changesAfter(0, 10)).first).toBe(3);
+		// Change 4 written with an older time than change 3 (the clock set back between them): an age cut that takes 4 takes 3 too.
+		const { writer } = (adapter as unknown as { database: { writer: { exec(sql: string): void } } }).database;
+		writer.exec("UPDATE games_changes SET at = at + 1000000 WHERE seq = 3");
+		writer.exec("UPDATE games_changes SET at = 0 WHERE seq = 4");
+		await adapter.pruneChanges({ maxAgeMs: 1, maxChanges: 100 }, false);
+		const { changes, first, last } = await adapter.changesAfter(0, 10);
+		expect({ first, last, seqs: changes.map(recorded => recorded.seq) }).toEqual({ first: 5, last: 4, seqs: [] });
+	});
+});
