@@ -31,6 +31,13 @@ async function follow(query = "", headers: Record<string, string> = {}, through 
 
 const isChange = (event: { event: string }) => event.event === "message";
 
+/** Waits until the gateway has seen the streams the tests closed end. */
+async function noStreamsLeft(): Promise<void> {
+	const { hub } = localService<{ hub: { streams: Set<unknown> } }>(catalogue, "api");
+	for (let tries = 0; hub.streams.size > 0 && tries < 100; tries++) await new Promise(resolve => setTimeout(resolve, 20));
+	expect(hub.streams.size).toBe(0);
+}
+
 describe("GET /changes", () => {
 	test("a stream that says where it is, then each write as it is stored", async () => {
 		const stream = await follow();
@@ -122,10 +129,22 @@ describe("GET /changes", () => {
 // One broker has one gateway: the four-broker project runs this case.
 const overNats = process.env.CATALOGUE_TOPOLOGY === "nats" ? test : test.skip;
 
+test("a gateway holds STREAM_LIMITS.total streams at most: 503 with a msg and Retry-After", async () => {
+	await noStreamsLeft();
+	const total = STREAM_LIMITS.total;
+	STREAM_LIMITS.total = 2;
+	try {
+		const streams = [await follow(), await follow()];
+		expect(streams.map(stream => stream.status)).toEqual([200, 200]);
+		const refused = await follow();
+		expect([refused.status, refused.refusal, refused.headers.get("retry-after")]).toEqual([503, { msg: texts.streamsFull }, "5"]);
+	} finally {
+		STREAM_LIMITS.total = total;
+	}
+});
+
 test("a gateway followed by no one reads no feed", async () => {
-	const { hub } = localService<{ hub: { streams: Set<unknown> } }>(catalogue, "api");
-	for (let tries = 0; hub.streams.size > 0 && tries < 100; tries++) await new Promise(resolve => setTimeout(resolve, 20));
-	expect(hub.streams.size).toBe(0);
+	await noStreamsLeft();
 	const { broker } = catalogue;
 	const call = broker.call.bind(broker);
 	const reads: string[] = [];

@@ -2,6 +2,7 @@ import type { Middleware, Service } from "moleculer";
 import type { SignIn } from "../../lib/config/config";
 import type { ProviderTiming } from "../../lib/sign-in/provider-keys";
 import { startCatalogue, type Answer, type Api, type Catalogue, type CatalogueOptions } from "../support/catalogue";
+import { openStream } from "../support/sse";
 import { IdentityProvider, signingKey, type SigningKey } from "../support/identity-provider";
 
 // Sign-in with an identity provider (AUTH_*, docs/security.md), against a local stand-in that
@@ -300,6 +301,18 @@ describe("sign-in: AUTH_READS=user", () => {
 			expect((await fetch(api().url + path)).status).toBe(200);
 		const { body } = await api().get("/openapi.json");
 		expect(body.paths["/category"].get.security).toEqual([{ signIn: [] }]);
+	});
+
+	test("GET /changes is read as the lists are: 401 without a user, a stream with one", async () => {
+		expectRefused(await api().get("/changes"), 401, texts.signInRequired, 'Bearer realm="game-catalogue"');
+		const reader = await provider().token({ claims: READER });
+		const stream = await openStream(`${api().url}/changes`, bearer(reader));
+		try {
+			expect(stream.status).toBe(200);
+			expect(await stream.next(event => event.event === "ready")).toMatchObject({ event: "ready" });
+		} finally {
+			stream.close();
+		}
 	});
 
 	test("with the provider down and no key known, reads answer 503 too", async () => {
