@@ -57,7 +57,7 @@ export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSch
 			description: `Subjects of the stream CATALOGUE_CHANGES, in a cluster: each change once (its id is the de-duplication id), in ${kind} order.`,
 			parameters: typeParameter,
 			servers: [{ $ref: "#/servers/cluster" }],
-			messages: { change: message(kind) },
+			messages: { [`${kind}Change`]: message(kind) },
 		};
 		receive(`${kind}Stream`, `Follow the ${kind} changes as a JetStream consumer (durable: acknowledged, resumed, shared).`);
 		channels[`${service}Events`] = {
@@ -65,7 +65,7 @@ export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSch
 			title: `The ${service} service's events`,
 			description: "moleculer events broadcast once a change is stored: at most once; read the feed itself to miss none.",
 			parameters: typeParameter,
-			messages: { change: message(kind) },
+			messages: { [`${kind}Change`]: message(kind) },
 		};
 		receive(`${service}Events`, `Hear of the ${kind} changes as moleculer events.`);
 	}

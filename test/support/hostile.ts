@@ -779,6 +779,7 @@ export const requestsByAlias: Record<string, fc.Arbitrary<HostileRequest>> = {
 	"GET /health/live": route("GET /health/live", {}),
 	"GET /health/ready": route("GET /health/ready", {}),
 	"GET /openapi.json": route("GET /openapi.json", {}),
+	"GET /asyncapi.json": route("GET /asyncapi.json", {}),
 };
 
 /** A hostile request to any route. */
