@@ -47,7 +47,7 @@ type HubMethods = {
 
 /**
  * GET /changes on the gateway (docs/followers.md): one hub per gateway reads the services' feeds while a client follows them, woken
- * by their broadcasts and every POLL_MS, and hands each change to the streams of its clients. Every gateway reads the same feeds, so all see the same changes.
+ * by their broadcasts and every POLL_MS, and hands each change to its clients' streams. Every gateway reads the same feeds.
  */
 export function changeStream(): Partial<ServiceSchema> {
 	const events = Object.fromEntries(

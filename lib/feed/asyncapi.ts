@@ -133,8 +133,11 @@ export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSch
 					title: "Start again from a full read (the `reset` event)",
 					payload: {
 						type: "object",
-						required: ["msg", "service"],
-						properties: { msg: { type: "string" }, service: { type: "string" } },
+						required: ["msg", "kind"],
+						properties: {
+							msg: { type: "string" },
+							kind: { type: "string", enum: kinds, description: "The kind whose changes were lost." },
+						},
 					},
 				},
 			},

@@ -15,6 +15,12 @@ export const FEED_SERVICES = Object.fromEntries([CATEGORY, AUTHOR, GAME].map(kin
 
 export type ChangeKind = keyof typeof FEED_SERVICES;
 
+/** The kind of record each service's feed holds. */
+export const FEED_KINDS = Object.fromEntries(Object.entries(FEED_SERVICES).map(([kind, service]) => [service, kind])) as Record<
+	DataServiceName,
+	ChangeKind
+>;
+
 /** One acknowledged change of one record, as the feed keeps it, the broker broadcasts it (`<service>.<type>`) and /changes sends it. */
 export interface Change {
 	/** Unique for ever (a ULID): a follower that sees it twice knows it is a duplicate. */

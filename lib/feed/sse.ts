@@ -5,7 +5,7 @@
 import { PassThrough } from "node:stream";
 import { texts } from "../catalogue/errors";
 import type { DataServiceName } from "../catalogue/services";
-import { FEED_SERVICES, positionText, type Change, type Position } from "./changes";
+import { FEED_KINDS, FEED_SERVICES, positionText, type Change, type Position } from "./changes";
 
 /** Bytes a stream may hold unsent (a slow or stalled client); beyond, it is closed, and the client resumes with Last-Event-ID. */
 export const STREAM_BUFFER_BYTES = 256 * 1024;
@@ -107,7 +107,7 @@ export class ChangeStream {
 	reset(service: DataServiceName, last: number): void {
 		if (!this.follows.has(service)) return;
 		this.position[service] = last;
-		this.write(frame("reset", positionText(this.position), { msg: texts.startAgain, service }));
+		this.write(frame("reset", positionText(this.position), { msg: texts.startAgain, kind: FEED_KINDS[service] }));
 	}
 
 	/** Caught up: the `ready` event, which names the position, then the changes handed over meanwhile. */

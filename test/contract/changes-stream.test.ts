@@ -102,7 +102,7 @@ describe("GET /changes", () => {
 		expect(await adapter.pruneChanges({ ...FEED_RETENTION, maxChanges: 0 })).toBeGreaterThan(0);
 		const resumed = await follow("", { "Last-Event-ID": id! });
 		const reset = await resumed.next(event => event.event === "reset");
-		expect(reset.data).toEqual({ msg: texts.startAgain, service: "categories" });
+		expect(reset.data).toEqual({ msg: texts.startAgain, kind: "category" });
 		await resumed.next(event => event.event === "ready");
 		const category = await api.category("After the reset");
 		expect((await resumed.next(isChange)).data.record).toEqual(category);

@@ -1,3 +1,4 @@
+import { texts } from "../../lib/catalogue/errors";
 import type { Change } from "../../lib/feed/changes";
 import { ChangeStream, frame, HEARTBEAT_MS, STREAM_BUFFER_BYTES, WAITING_CHANGES } from "../../lib/feed/sse";
 
@@ -97,7 +98,9 @@ describe("ChangeStream", () => {
 		const stream = new ChangeStream({ ...start, games: 40 }, everything, () => undefined);
 		stream.reset("games", 12);
 		expect(stream.at("games")).toBe(12);
-		expect(streamed(stream)).toContain("event: reset\nid: authors:0,categories:0,games:12\n");
+		expect(streamed(stream)).toContain(
+			`event: reset\nid: authors:0,categories:0,games:12\ndata: {"msg":${JSON.stringify(texts.startAgain)},"kind":"game"}\n`,
+		);
 		stream.close();
 	});
 });
