@@ -1,7 +1,7 @@
 import { Errors, type Context, type ServiceSchema, type ServiceSettingSchema } from "moleculer";
 import { notAPosition, tooManyStreams } from "../lib/catalogue/errors";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../lib/catalogue/services";
-import { FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type ChangeType, type FeedPage, type Position } from "../lib/feed/changes";
+import { CHANGE_TYPES, FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type FeedPage, type Position } from "../lib/feed/changes";
 import { ChangeStream, streamParams } from "../lib/feed/sse";
 
 /** Streams one gateway holds at once, and one client address. */
@@ -9,8 +9,6 @@ export const STREAM_LIMITS = { total: 1000, perClient: 8 };
 
 /** How often the hub reads each feed, for changes whose broadcast it missed (a node killed after a write, before its broadcast). */
 const POLL_MS = 1000;
-
-const TYPES: ChangeType[] = ["created", "updated", "removed"];
 
 /** What the route's onBeforeCall hands the action from the request: its Last-Event-ID and who sent it. */
 export type StreamMeta = {
@@ -52,7 +50,7 @@ type HubMethods = {
 export function changeStream(): Partial<ServiceSchema> {
 	const events = Object.fromEntries(
 		DATA_SERVICE_NAMES.flatMap(service =>
-			TYPES.map(type => [
+			CHANGE_TYPES.map(type => [
 				`${service}.${type}`,
 				function (this: HubMethods, ctx: Context<Change>) {
 					this.heard(ctx.params);

@@ -3,9 +3,7 @@
  * GET /changes, each carrying the changes of one kind of record, whose schema the gateway's OpenAPI document gives too.
  */
 import type { JsonSchema } from "../http/json-schema";
-import { FEED_SERVICES, type ChangeKind, type ChangeType } from "./changes";
-
-const TYPES: ChangeType[] = ["created", "updated", "removed"];
+import { CHANGE_TYPES, FEED_SERVICES, type ChangeKind } from "./changes";
 
 export interface AsyncApiSources {
 	version: string;
@@ -23,7 +21,7 @@ function changeSchema(kind: ChangeKind): JsonSchema {
 		properties: {
 			id: { type: "string", description: "The change's own id (a ULID), unique for ever: a duplicate has the same." },
 			kind: { type: "string", const: kind },
-			type: { type: "string", enum: TYPES },
+			type: { type: "string", enum: CHANGE_TYPES },
 			seq: { type: "integer", minimum: 1, description: `Its place in the ${kind} feed, in the order the writes were stored.` },
 			at: { type: "string", format: "date-time", description: "When it was written." },
 			requestId: { type: ["string", "null"], description: "The request that made it (X-Request-ID)." },
@@ -43,7 +41,7 @@ function changeSchema(kind: ChangeKind): JsonSchema {
 export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSchema {
 	const kinds = Object.keys(FEED_SERVICES) as ChangeKind[];
 	const message = (kind: ChangeKind) => ({ $ref: `#/components/messages/${kind}Change` });
-	const typeParameter = { type: { enum: TYPES, description: "created, updated or removed" } };
+	const typeParameter = { type: { enum: CHANGE_TYPES, description: "created, updated or removed" } };
 	const channels: Record<string, JsonSchema> = {};
 	const operations: Record<string, JsonSchema> = {};
 	const receive = (name: string, summary: string) => {

@@ -2,13 +2,16 @@
  * The change feed's words (docs/followers.md): a change of one record, a position in each kind's feed, and the feed's retention.
  * Each data service keeps its kind's changes in its own store, in the transaction of the write they record.
  */
-import { AUTHOR, CATEGORY, GAME } from "../catalogue/kinds";
+import { KINDS } from "../catalogue/kinds";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
 
-export type ChangeType = "created" | "updated" | "removed";
+/** What a change did to its record. */
+export const CHANGE_TYPES = ["created", "updated", "removed"] as const;
+
+export type ChangeType = (typeof CHANGE_TYPES)[number];
 
 /** The service that keeps each kind's records, and its feed. */
-export const FEED_SERVICES = Object.fromEntries([CATEGORY, AUTHOR, GAME].map(kind => [kind.kind, kind.service])) as Record<
+export const FEED_SERVICES = Object.fromEntries(KINDS.map(kind => [kind.kind, kind.service])) as Record<
 	"category" | "author" | "game",
 	DataServiceName
 >;

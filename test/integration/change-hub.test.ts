@@ -1,7 +1,8 @@
 import { ServiceBroker } from "moleculer";
-import type { Change, FeedPage, Position } from "../../lib/feed/changes";
+import type { FeedPage, Position } from "../../lib/feed/changes";
 import { ChangeStream } from "../../lib/feed/sse";
 import { changeStream } from "../../mixins/change-stream.mixin";
+import { gameChange } from "../support/sse";
 
 // The gateway's hub (mixins/change-stream.mixin.ts) under a burst: reads of a feed asked for while one is in progress share one read,
 // so a burst of broadcasts cannot queue a read per change.
@@ -10,15 +11,6 @@ let broker: ServiceBroker;
 const reads: number[] = [];
 /** The games feed the stub answers from: seqs 1 to `feedLast`. */
 let feedLast = 0;
-const gameChange = (seq: number): Change => ({
-	id: `change-${seq}`,
-	kind: "game",
-	type: "updated",
-	seq,
-	at: "2026-11-26T16:00:00.000Z",
-	requestId: null,
-	record: { id: "game", title: `Title ${seq}` },
-});
 
 beforeAll(async () => {
 	broker = new ServiceBroker({ logger: false });

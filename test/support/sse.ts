@@ -1,4 +1,16 @@
 /** A Server-Sent Events client for tests: the events of a stream as they arrive, parsed as the EventSource standard says. */
+import type { Change } from "../../lib/feed/changes";
+
+/** An update of one game as the games feed keeps it, at `seq`. */
+export const gameChange = (seq: number, title = `Title ${seq}`): Change => ({
+	id: `change-${seq}`,
+	kind: "game",
+	type: "updated",
+	seq,
+	at: "2026-11-26T16:00:00.000Z",
+	requestId: null,
+	record: { id: "game-1", title },
+});
 
 export interface SseEvent {
 	event: string;

@@ -1,16 +1,6 @@
 import { texts } from "../../lib/catalogue/errors";
-import type { Change } from "../../lib/feed/changes";
 import { ChangeStream, frame, HEARTBEAT_MS, STREAM_BUFFER_BYTES, WAITING_CHANGES } from "../../lib/feed/sse";
-
-const change = (seq: number, title = "Tigris"): Change => ({
-	id: `change-${seq}`,
-	kind: "game",
-	type: "updated",
-	seq,
-	at: "2026-11-26T16:00:00.000Z",
-	requestId: null,
-	record: { id: "game-1", title },
-});
+import { gameChange } from "../support/sse";
 
 const start = { authors: 0, categories: 0, games: 0 };
 const everything = new Set(["authors", "categories", "games"] as const);
@@ -30,10 +20,10 @@ describe("frame", () => {
 describe("ChangeStream", () => {
 	test("changes handed over while catching up wait, then go once each, in order, after the ready event", () => {
 		const stream = new ChangeStream({ ...start }, everything, () => undefined);
-		stream.offer(change(2));
-		stream.offer(change(3));
-		stream.send(change(1));
-		stream.send(change(2));
+		stream.offer(gameChange(2));
+		stream.offer(gameChange(3));
+		stream.send(gameChange(1));
+		stream.send(gameChange(2));
 		stream.caughtUp();
 		const text = streamed(stream);
 		const ids = [...text.matchAll(/^id: (.*)$/gm)].map(match => match[1]);
@@ -50,7 +40,7 @@ describe("ChangeStream", () => {
 	test("a kind not followed is not sent", () => {
 		const stream = new ChangeStream({ ...start }, new Set(["authors"] as const), () => undefined);
 		stream.caughtUp();
-		stream.offer(change(1));
+		stream.offer(gameChange(1));
 		expect(streamed(stream)).not.toContain('data: {"id"');
 		stream.close();
 	});
@@ -61,10 +51,10 @@ describe("ChangeStream", () => {
 		stream.caughtUp();
 		const title = "x".repeat(1000);
 		let seq = 0;
-		while (!stream.closed && seq < 10_000) stream.offer(change(++seq, title));
+		while (!stream.closed && seq < 10_000) stream.offer(gameChange(++seq, title));
 		expect(stream.closed).toBe(true);
 		// The frames written before it closed: the bound, and at most one frame more.
-		const each = frame(undefined, "authors:0,categories:0,games:1000", change(1, title)).length;
+		const each = frame(undefined, "authors:0,categories:0,games:1000", gameChange(1, title)).length;
 		expect((seq - 1) * each).toBeGreaterThan(STREAM_BUFFER_BYTES - 2 * each);
 		expect((seq - 1) * each).toBeLessThan(STREAM_BUFFER_BYTES + 2 * each);
 		stream.close();
@@ -73,9 +63,9 @@ describe("ChangeStream", () => {
 
 	test(`a stream still catching up holds back ${WAITING_CHANGES} live changes at most, then is closed`, () => {
 		const stream = new ChangeStream({ ...start }, everything, () => undefined);
-		for (let seq = 1; seq <= WAITING_CHANGES; seq++) stream.offer(change(seq));
+		for (let seq = 1; seq <= WAITING_CHANGES; seq++) stream.offer(gameChange(seq));
 		expect(stream.closed).toBe(false);
-		stream.offer(change(WAITING_CHANGES + 1));
+		stream.offer(gameChange(WAITING_CHANGES + 1));
 		expect(stream.closed).toBe(true);
 		stream.close();
 	});
