@@ -16,12 +16,13 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
-# Without MONGO_URI the catalogue writes NeDB files here, as the unprivileged user.
+# Without MONGO_URI the catalogue keeps its SQLite database here, as the unprivileged user.
 RUN mkdir data && chown node:node data
 USER node
 EXPOSE 3000 3030
 # Ready: the node has started, reaches NATS, and every service it needs answers, stores included
 # (docs/operations.md, "Health on every node"); compose uses this check for every catalogue service.
+# It prints the answer, so `docker inspect` shows what a node not ready waits for (`waitingFor`).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
-    CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/health/ready`).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+    CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/health/ready`).then(async r => { console.log(r.status, await r.text()); process.exit(r.ok ? 0 : 1) }, e => { console.log(e.message); process.exit(1) })"]
 CMD ["node", "node_modules/moleculer/bin/moleculer-runner.js", "--config", "dist/moleculer.config.js"]

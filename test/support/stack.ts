@@ -145,7 +145,15 @@ export class Stack {
 			if (states.every(state => state.endsWith(": healthy"))) return;
 			await new Promise(resolve => setTimeout(resolve, 1000));
 		}
-		const logs = await this.run("bash", [STACK, "compose", "logs", "--tail=30", ...services]);
-		throw new Error(`not healthy within ${timeoutMs} ms: ${states.join(", ")}\n${logs.output.slice(-8000)}`);
+		// Why: each unhealthy container's last checks (the check prints the node's answer: what it waits for), then its own log.
+		const unhealthy = services.filter((_, index) => !states[index].endsWith(": healthy"));
+		const checks = await Promise.all(
+			unhealthy.map(async service => {
+				const log: { ExitCode: number; Output: string }[] = (await this.inspect(service)).State.Health?.Log ?? [];
+				return `${service}: ${log.map(check => `[${check.ExitCode}] ${check.Output.trim()}`).join(" | ")}`;
+			}),
+		);
+		const logs = await this.run("bash", [STACK, "compose", "logs", "--no-color", "--tail=20", ...unhealthy]);
+		throw new Error(`not healthy within ${timeoutMs} ms: ${states.join(", ")}\n${checks.join("\n")}\n${logs.output.slice(-6000)}`);
 	}
 }
