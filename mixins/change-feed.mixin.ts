@@ -1,11 +1,12 @@
 import type { Context } from "moleculer";
 import { newId } from "../lib/catalogue/ids";
-import { notFound } from "../lib/catalogue/errors";
+import { feedOff, notFound } from "../lib/catalogue/errors";
 import { storedOf, type BodyOf, type Kind } from "../lib/catalogue/kind";
 import { FEED_PAGE, FEED_RETENTION, type Change, type ChangeType, type FeedPage } from "../lib/feed/changes";
 import type { RecordedWrite } from "../lib/storage/sqlite-adapter";
 import { changesAfter, pruneChanges, recordedWrite } from "../lib/storage/adapter";
 import type { SignedIn } from "../lib/sign-in/sign-in";
+import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
 import { asMixin, type Row } from "./db.mixin";
 import { changeRelay, type ChangeRelayMethods } from "./change-relay.mixin";
@@ -43,6 +44,7 @@ export function changeFeed(kind: Kind) {
 					limit: { type: "number", integer: true, min: 1, max: FEED_PAGE, optional: true, convert: true },
 				},
 				handler(ctx: Context<{ after: number; limit?: number }>): Promise<FeedPage> {
+					if (!config.changeFeed) throw feedOff();
 					return changesAfter(this.adapter, ctx.params.after, ctx.params.limit ?? FEED_PAGE) as unknown as Promise<FeedPage>;
 				},
 			},
@@ -51,7 +53,7 @@ export function changeFeed(kind: Kind) {
 			async recorded(ctx: Context, type: ChangeType, write: RecordedWrite, recordOf: (id: string) => Row): Promise<number> {
 				const at = new Date().toISOString();
 				const subject = (ctx.meta as { user?: SignedIn | null }).user?.sub;
-				const { written, changes } = await recordedWrite(this.adapter, write, id => ({
+				const changeOf = (id: string) => ({
 					id: newId(),
 					kind: kind.kind,
 					type,
@@ -59,7 +61,8 @@ export function changeFeed(kind: Kind) {
 					requestId: ctx.requestID ?? null,
 					...(subject === undefined ? {} : { subject }),
 					record: type === "removed" ? { id } : recordOf(id),
-				}));
+				});
+				const { written, changes } = await recordedWrite(this.adapter, write, config.changeFeed ? changeOf : null);
 				for (const change of changes as unknown as Change[]) void this.broker.broadcast(`${kind.service}.${type}`, change);
 				if (changes.length > 0) this.relayChanges();
 				return written;

@@ -1,6 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { outboxStalled } from "../lib/catalogue/errors";
 import type { Kind } from "../lib/catalogue/kind";
+import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
 import { FEED_PAGE, type Change } from "../lib/feed/changes";
 import { ensureStream, publishChanges } from "../lib/feed/jetstream";
@@ -63,7 +64,7 @@ export function changeRelay(kind: Kind) {
 		methods: {
 			relayChanges() {
 				const { relay } = this;
-				if (!natsConnection(this.broker)) return;
+				if (!natsConnection(this.broker) || !config.changeFeed) return;
 				if (relay.running) {
 					relay.again = true;
 					return;
@@ -129,7 +130,7 @@ export function changeRelay(kind: Kind) {
 			this.relay = { again: false, streamMade: false, oldestAt: null };
 		},
 		started() {
-			if (!natsConnection(this.broker)) return;
+			if (!natsConnection(this.broker) || !config.changeFeed) return;
 			registerMetrics(this.broker);
 			this.relay.timer = setInterval(() => this.relayChanges(), RELAY_EVERY_MS);
 			this.relay.timer.unref();

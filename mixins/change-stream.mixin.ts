@@ -1,5 +1,6 @@
 import { Errors, type Context, type ServiceSchema, type ServiceSettingSchema } from "moleculer";
-import { notAPosition, tooManyStreams } from "../lib/catalogue/errors";
+import { feedOff, notAPosition, tooManyStreams } from "../lib/catalogue/errors";
+import { config } from "../lib/config/config";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../lib/catalogue/services";
 import { CHANGE_TYPES, FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type FeedPage, type Position } from "../lib/feed/changes";
 import { ChangeStream, streamParams } from "../lib/feed/sse";
@@ -67,6 +68,7 @@ export function changeStream(): Partial<ServiceSchema> {
 				params: streamParams,
 				async handler(ctx: Context<{ kinds?: string; lastEventId?: string }, StreamMeta>) {
 					const { hub } = this;
+					if (!config.changeFeed) throw feedOff();
 					const sent = ctx.meta.lastEventId ?? ctx.params.lastEventId;
 					const from = sent === undefined ? undefined : parsePosition(sent);
 					if (sent !== undefined && !from) throw notAPosition();

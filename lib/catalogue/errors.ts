@@ -56,6 +56,7 @@ export const texts = {
 	startAgain:
 		"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.",
 	outboxStalled: "The change feed has not been published for {seconds} s",
+	feedOff: "This catalogue keeps no change feed (CHANGE_FEED=off): follow it by reading the lists again",
 	unknownKinds: "The 'kinds' field must list kinds of record (category, author, game), separated by commas.",
 } as const;
 
@@ -111,6 +112,8 @@ export const tooManyStreams = (ofClient: boolean) =>
 export const OUTBOX_STALLED = "OUTBOX_STALLED";
 export const outboxStalled = (seconds: number, reason: string) =>
 	new Errors.MoleculerRetryableError(`${texts.outboxStalled.replace("{seconds}", String(seconds))}: ${reason}`, 503, OUTBOX_STALLED);
+/** GET /changes and `<service>.changes` on a catalogue started with CHANGE_FEED=off: there is no feed to follow. */
+export const feedOff = () => new Errors.MoleculerClientError(texts.feedOff, 404, "FEED_OFF");
 export const notAPosition = () => new CatalogueError(texts.notAPosition, "NOT_A_POSITION");
 
 export interface FailureTexts {

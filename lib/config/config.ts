@@ -52,6 +52,8 @@ export interface CatalogueConfig {
 	logFormat: LogFormat;
 	/** Where spans go (`TRACE_EXPORTER`, `ZIPKIN_URL`); tracing is off when unset. */
 	tracing: Tracing | null;
+	/** Whether writes are recorded in the change feed (`CHANGE_FEED`, `on` or `off`, default on; docs/followers.md). */
+	changeFeed: boolean;
 }
 
 export type LogFormat = "json" | "text";
@@ -254,6 +256,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,
 		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),
+		changeFeed: oneOf("CHANGE_FEED", env.CHANGE_FEED || "on", ["on", "off"] as const) === "on",
 	};
 }
 

@@ -29,7 +29,7 @@ export interface OperationDoc {
 	fields?: Record<string, string>;
 	/** Answered by the gateway itself: no other service is needed (no 503 or 504). */
 	local?: boolean;
-	/** A stream that does not end (GET /changes): never a 304, and past its bounds a 429 or 503. */
+	/** A stream that does not end (GET /changes): never a 304, 404 when the feed is off, and past its bounds a 429 or 503. */
 	stream?: boolean;
 }
 
@@ -56,6 +56,7 @@ const failure = (description: string, example: string, headers?: JsonSchema): Js
 /** The failures every route may answer, referred to by the operations they apply to. */
 const responses = {
 	NotFound: failure("A route or method the gateway does not serve.", texts.notFound),
+	FeedOff: failure("The catalogue was started with CHANGE_FEED=off: it keeps no change feed.", texts.feedOff),
 	TooLarge: failure("A body over BODY_LIMIT (100 kB by default).", texts.bodyTooLarge),
 	UnsupportedBody: failure(
 		"A body in a charset or a Content-Encoding the gateway cannot read; the `msg` names it.",
@@ -199,6 +200,7 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 				...(read && { 304: ref("NotModified") }),
 				...(invalid && { 400: invalid }),
 				...signIn.responses,
+				...(doc.stream && { 404: ref("FeedOff") }),
 				...(body && { 413: ref("TooLarge") }),
 				414: ref("UrlTooLong"),
 				...(body && { 415: ref("UnsupportedBody") }),

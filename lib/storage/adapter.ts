@@ -79,12 +79,9 @@ interface MongoWrites {
 export async function recordedWrite(
 	adapter: unknown,
 	write: RecordedWrite,
-	changeOf: (id: string) => Record<string, unknown>,
+	changeOf: ((id: string) => Record<string, unknown>) | null,
 ): Promise<{ written: number; changes: Recorded[] }> {
-	if (adapter instanceof SqliteAdapter) {
-		const changes = await adapter.recordedWrite(write, changeOf);
-		return { written: changes.length, changes };
-	}
+	if (adapter instanceof SqliteAdapter) return adapter.recordedWrite(write, changeOf);
 	const mongo = adapter as MongoWrites;
 	if ("insert" in write) return { written: (await mongo.insertMany(write.insert)).length, changes: [] };
 	// The records matched: the adapter's own updateMany counts only those whose values changed, and a write of the same values is a write.

@@ -308,9 +308,9 @@ export class SqliteAdapter {
 
 	/**
 	 * Runs `write` and appends `changeOf(id)` to the feed for each record it wrote, in one transaction: a change is in the feed if and
-	 * only if its write is stored. The changes appended, in feed order: one per record written.
+	 * only if its write is stored. How many records it wrote, and the changes appended in feed order (none when `changeOf` is null).
 	 */
-	recordedWrite(write: RecordedWrite, changeOf: (id: string) => Doc): Promise<Recorded[]> {
+	recordedWrite(write: RecordedWrite, changeOf: ((id: string) => Doc) | null): Promise<{ written: number; changes: Recorded[] }> {
 		const { collection } = this.options;
 		return this.transaction(db => {
 			let ids: string[];
@@ -324,12 +324,14 @@ export class SqliteAdapter {
 				const statement = db.prepare(`${change.sql} WHERE ${condition.sql} RETURNING _id`);
 				ids = (statement.all(...change.values, ...condition.values) as { _id: string }[]).map(row => row._id);
 			}
+			if (!changeOf) return { written: ids.length, changes: [] };
 			const append = db.prepare(`INSERT INTO ${this.feed} (at, change) VALUES (?, ?) RETURNING seq`);
 			const at = Date.now();
-			return ids.map(id => {
+			const changes = ids.map(id => {
 				const change = changeOf(id);
 				return { ...change, seq: (append.get(at, JSON.stringify(change)) as { seq: number }).seq };
 			});
+			return { written: ids.length, changes };
 		});
 	}
 

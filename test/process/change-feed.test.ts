@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { texts } from "../../lib/catalogue/errors";
 import { startProcess } from "../support/process";
 import { openStream } from "../support/sse";
 
@@ -58,5 +59,39 @@ test("each acknowledged write is one change after a kill -9 among writes; refuse
 		expect(changes.map(change => change.record.id).sort()).toEqual(listed);
 	} finally {
 		expect(await second.stop()).toBe(0);
+	}
+}, 60_000);
+
+test("CHANGE_FEED=off: writes as before, /changes answers 404 with its msg, and the feed turned on again holds none of those writes", async () => {
+	const off = await startProcess({ DATA_DIR: dataDir, STORAGE: "file", CHANGE_FEED: "off" });
+	let before: number;
+	try {
+		before = (await off.api.get("/game")).body.length;
+		const category = await off.api.category("Unfollowed");
+		const author = await off.api.author("Unfollowed");
+		await off.api.game("Unfollowed", category, author);
+		expect((await off.api.get("/game")).body).toHaveLength(before + 1);
+		const refused = await openStream(`${off.api.url}/changes`);
+		refused.close();
+		expect({ status: refused.status, body: refused.refusal }).toEqual({ status: 404, body: { msg: texts.feedOff } });
+	} finally {
+		expect(await off.stop()).toBe(0);
+	}
+
+	const on = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
+	try {
+		const stream = await openStream(`${on.api.url}/changes?kinds=game`, { "Last-Event-ID": FROM_THE_START });
+		const ready = await stream.next(event => event.event === "ready", 10_000);
+		const seen = stream.events.filter(event => event.event === "message").map(event => event.data.record.title);
+		expect(seen).not.toContain("Unfollowed");
+		expect(seen).toHaveLength(before);
+		const [game] = (await on.api.get("/game")).body;
+		expect((await on.api.put(`/game/${game.id}`, { ...game, title: `${game.title}!` })).status).toBe(200);
+		const next = await stream.next(event => event.event === "message", 5000);
+		expect(next.data.record.title).toBe(`${game.title}!`);
+		expect(next.data.seq).toBe(Number(/games:(\d+)/.exec(ready.id!)![1]) + 1);
+		stream.close();
+	} finally {
+		expect(await on.stop()).toBe(0);
 	}
 }, 60_000);

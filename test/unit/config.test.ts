@@ -28,6 +28,7 @@ describe("readConfig", () => {
 			metricsPort: null,
 			logFormat: "text",
 			tracing: null,
+			changeFeed: true,
 		});
 	});
 
@@ -57,6 +58,7 @@ describe("readConfig", () => {
 			NODE_ENV: "production",
 			TRACE_EXPORTER: "zipkin",
 			ZIPKIN_URL: "http://zipkin:9411/",
+			CHANGE_FEED: "off",
 		});
 		expect(config).toEqual({
 			port: 8080,
@@ -83,6 +85,7 @@ describe("readConfig", () => {
 			metricsPort: 3030,
 			logFormat: "text",
 			tracing: { exporter: "zipkin", url: "http://zipkin:9411" },
+			changeFeed: false,
 		});
 	});
 
@@ -147,6 +150,7 @@ describe("readConfig", () => {
 		[{ API_TOKEN: "a token with spaces in it" }, /API_TOKEN/],
 		[{ METRICS_PORT: "metrics" }, /METRICS_PORT must be a whole number from 1 to 65535/],
 		[{ LOG_FORMAT: "yaml" }, /LOG_FORMAT must be one of json, text; got "yaml"/],
+		[{ CHANGE_FEED: "false" }, /CHANGE_FEED must be one of on, off; got "false"/],
 		[{ TRACE_EXPORTER: "jaeger" }, /TRACE_EXPORTER must be one of zipkin, console; got "jaeger"/],
 		[{ TRACE_EXPORTER: "zipkin" }, /TRACE_EXPORTER=zipkin needs ZIPKIN_URL/],
 		[

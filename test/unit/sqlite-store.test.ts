@@ -346,9 +346,9 @@ describe("the change feed's table (docs/followers.md)", () => {
 
 	test("a write refused by the store records no change, and the seq of the next one follows the last", async () => {
 		const adapter = await store(freshDataDir());
-		expect((await write(adapter, "a")).map(recorded => recorded.seq)).toEqual([1]);
+		expect((await write(adapter, "a")).changes.map(recorded => recorded.seq)).toEqual([1]);
 		await expect(write(adapter, "a")).rejects.toMatchObject({ duplicateId: true });
-		expect((await write(adapter, "b")).map(recorded => recorded.seq)).toEqual([2]);
+		expect((await write(adapter, "b")).changes.map(recorded => recorded.seq)).toEqual([2]);
 		expect((await adapter.changesAfter(0, 10)).changes.map(recorded => recorded.id)).toEqual(["change-a", "change-b"]);
 	});
 
