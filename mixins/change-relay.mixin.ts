@@ -101,9 +101,10 @@ export function changeRelay(kind: Kind) {
 						await ensureStream(await nats.jetstreamManager());
 						relay.streamMade = true;
 					}
-					const { last, stored } = await publishChanges(nats, outbox.changes as unknown as Change[]);
-					await markPublished(this.adapter, last!);
+					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);
+					if (last !== undefined) await markPublished(this.adapter, last);
 					if (this.broker.metrics.isEnabled()) this.broker.metrics.increment(FEED_METRICS.published, labels, stored);
+					if (failure) throw failure;
 				}
 			},
 

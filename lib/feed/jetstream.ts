@@ -38,17 +38,21 @@ export async function ensureStream(jsm: JetStreamManager): Promise<void> {
 }
 
 /**
- * Publishes `changes` in order, each acknowledged by JetStream before the next: the seq of the last one published, and how many the
- * stream stored (the others it had already, by their id).
+ * Publishes `changes`, all sent at once on the one connection (so JetStream stores them in order) and their acknowledgements awaited
+ * together: the seq of the last one published with every one before it, how many the stream stored (the others it had already, by
+ * their id), and the first failure. The changes after a failure are published again at the next try; those stored are dropped then.
  */
-export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<{ last?: number; stored: number }> {
+export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<{ last?: number; stored: number; failure?: Error }> {
 	const js = nats.jetstream();
+	const acks = await Promise.allSettled(
+		changes.map(change => js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS })),
+	);
 	let last: number | undefined;
 	let stored = 0;
-	for (const change of changes) {
-		const ack = await js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS });
-		if (!ack.duplicate) stored++;
-		last = change.seq;
+	for (const [index, ack] of acks.entries()) {
+		if (ack.status === "rejected") return { last, stored, failure: ack.reason as Error };
+		if (!ack.value.duplicate) stored++;
+		last = changes[index].seq;
 	}
 	return { last, stored };
 }
