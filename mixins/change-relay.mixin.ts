@@ -4,12 +4,15 @@ import type { Kind } from "../lib/catalogue/kind";
 import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
 import { FEED_PAGE, type Change } from "../lib/feed/changes";
-import { ensureStream, publishChanges } from "../lib/feed/jetstream";
+import { consumerLags, ensureStream, publishChanges } from "../lib/feed/jetstream";
 import { markPublished, unpublished } from "../lib/storage/adapter";
 import { asMixin, type Row } from "./db.mixin";
 
 /** How often the outbox is read for changes a write did not publish (NATS was away, or the node was killed first). */
 const RELAY_EVERY_MS = 1000;
+
+/** How often each data node reads the lag of the stream's durable consumers, for the metric. */
+const LAG_EVERY_MS = 15_000;
 
 /** An outbox whose oldest change waits longer than this has stopped draining: readiness says so. */
 const OUTBOX_STALLED_MS = 30_000;
@@ -18,6 +21,7 @@ const FEED_METRICS = {
 	published: "catalogue.changes.published.total",
 	depth: "catalogue.changes.outbox.depth",
 	age: "catalogue.changes.outbox.age.seconds",
+	lag: "catalogue.changes.consumer.lag",
 };
 
 function registerMetrics(broker: ServiceBroker): void {
@@ -30,6 +34,12 @@ function registerMetrics(broker: ServiceBroker): void {
 		type: "gauge",
 		labelNames,
 		description: "Age of the oldest change not yet published",
+	});
+	broker.metrics.register({
+		name: FEED_METRICS.lag,
+		type: "gauge",
+		labelNames: ["consumer"],
+		description: "Changes in the JetStream stream that a durable consumer has not acknowledged",
 	});
 }
 
@@ -46,6 +56,7 @@ export interface ChangeRelayMethods {
 /** One service instance's relay: several brokers of one process (tests, an in-process cluster) each have their own. */
 interface Relay {
 	timer?: NodeJS.Timeout;
+	lags?: NodeJS.Timeout;
 	running?: Promise<void>;
 	again: boolean;
 	streamMade: boolean;
@@ -55,7 +66,12 @@ interface Relay {
 	oldestAt: number | null;
 }
 
-type RelayMethods = ChangeRelayMethods & { relay: Relay; relayOnce(): Promise<void>; noteOutbox(outbox: Outbox): void };
+type RelayMethods = ChangeRelayMethods & {
+	relay: Relay;
+	relayOnce(): Promise<void>;
+	noteOutbox(outbox: Outbox): void;
+	noteConsumerLags(): Promise<void>;
+};
 type Outbox = Awaited<ReturnType<typeof unpublished>>;
 
 export function changeRelay(kind: Kind) {
@@ -108,6 +124,15 @@ export function changeRelay(kind: Kind) {
 				}
 			},
 
+			/** The lag of every durable consumer of the stream, for the metric: the consumers gone are dropped from it. */
+			async noteConsumerLags() {
+				const nats = natsConnection(this.broker);
+				if (!nats || !this.broker.metrics.isEnabled()) return;
+				const lags = await consumerLags(await nats.jetstreamManager());
+				this.broker.metrics.getMetric(FEED_METRICS.lag)!.clear();
+				for (const { consumer, lag } of lags) this.broker.metrics.set(FEED_METRICS.lag, lag, { consumer });
+			},
+
 			/** What waits in the outbox, for readiness and the metrics. */
 			noteOutbox({ oldestAt, last, published }: Outbox) {
 				this.relay.oldestAt = oldestAt;
@@ -135,10 +160,17 @@ export function changeRelay(kind: Kind) {
 			registerMetrics(this.broker);
 			this.relay.timer = setInterval(() => this.relayChanges(), RELAY_EVERY_MS);
 			this.relay.timer.unref();
+			this.relay.lags = setInterval(
+				() =>
+					void this.noteConsumerLags().catch((err: Error) => this.logger.debug("The consumers' lag was not read:", err.message)),
+				LAG_EVERY_MS,
+			);
+			this.relay.lags.unref();
 			this.relayChanges();
 		},
 		async stopped() {
 			clearInterval(this.relay.timer);
+			clearInterval(this.relay.lags);
 			await this.relay.running;
 		},
 	});

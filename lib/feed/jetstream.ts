@@ -30,6 +30,17 @@ const streamConfig: Partial<StreamConfig> = {
 	duplicate_window: nanos(DUPLICATE_WINDOW_MS),
 };
 
+/**
+ * Each durable consumer of the stream and its lag: the changes stored that it has not acknowledged yet (not delivered, or delivered
+ * and not acknowledged). Ephemeral consumers (an ordered one, a REPL's) are left out: their names are random.
+ */
+export async function consumerLags(jsm: JetStreamManager): Promise<{ consumer: string; lag: number }[]> {
+	const lags: { consumer: string; lag: number }[] = [];
+	for await (const info of jsm.consumers.list(CHANGES_STREAM))
+		if (info.config.durable_name) lags.push({ consumer: info.name, lag: info.num_pending + info.num_ack_pending });
+	return lags;
+}
+
 /** Makes the stream, or brings an existing one to this configuration. */
 export async function ensureStream(jsm: JetStreamManager): Promise<void> {
 	const existing = await jsm.streams.info(CHANGES_STREAM).catch(() => undefined);

@@ -110,7 +110,7 @@ test("changes written while NATS is down are published once it is back", async (
 	expect(last.json<Change>().record).toEqual(created.category);
 }, 30_000);
 
-test("a durable consumer acknowledges, resumes where it stopped, and shares the work with another of its group", async () => {
+test("a durable consumer acknowledges, resumes where it stopped, and shares the work with another of its group; its lag is a metric", async () => {
 	await jsm.consumers.add(CHANGES_STREAM, {
 		durable_name: "loans",
 		ack_policy: AckPolicy.Explicit,
@@ -128,8 +128,16 @@ test("a durable consumer acknowledges, resumes where it stopped, and shares the 
 		}
 		return taken;
 	};
+	// The lag metric: every change of the games not yet acknowledged, then five fewer.
+	const relay = broker.getLocalService("games") as unknown as { noteConsumerLags(): Promise<void> };
+	const lag = async () => {
+		await relay.noteConsumerLags();
+		return broker.metrics.getMetric("catalogue.changes.consumer.lag")!.get({ consumer: "loans" })?.value;
+	};
+	expect(await lag()).toBe(games.length);
 	const first = await take(client, 5);
 	expect(first).toEqual(games.slice(0, 5));
+	expect(await lag()).toBe(games.length - 5);
 	// A follower restarted: a new connection, the same durable consumer, from the sixth.
 	const again = await connect({ servers: nats.url });
 	const other = await connect({ servers: nats.url });
