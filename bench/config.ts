@@ -25,6 +25,8 @@ export interface BenchConfig {
 	profileDir: string | undefined;
 	/** Where the two charts are written (`BENCH_CHARTS`; default docs/images, which docs/performance.md shows). */
 	chartsDir: string;
+	/** Whether the change feed's cost and delay are measured (`BENCH_FEED`, `on` or `off`, default on). */
+	feed: boolean;
 }
 
 export class BenchConfigError extends Error {}
@@ -53,6 +55,12 @@ function growthSteps(value: string | undefined): number[] {
 	return [...new Set(steps)].sort((a, b) => a - b);
 }
 
+function onOrOff(name: string): boolean {
+	const value = process.env[name] || "on";
+	if (value !== "on" && value !== "off") throw new BenchConfigError(`${name} must be on or off; got "${value}"`);
+	return value === "on";
+}
+
 export function readConfig(): BenchConfig {
 	return {
 		categories: whole("BENCH_CATEGORIES", 10, 1, 1000),
@@ -72,5 +80,6 @@ export function readConfig(): BenchConfig {
 		profileDir: process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined,
 		// dist/bench/config.js: the repository is two folders up.
 		chartsDir: path.resolve(process.env.BENCH_CHARTS || path.join(__dirname, "../../docs/images")),
+		feed: onOrOff("BENCH_FEED"),
 	};
 }

@@ -6,7 +6,17 @@ import type { Machine, Pinning } from "./machine";
 import { accepts } from "./processes";
 import type { Scenario } from "./scenarios";
 import { ROOT } from "./servers";
-import { asMarkdown, capacityTable, growthTable, mainTable, type GrowthResult, type ScenarioResult } from "./table";
+import type { FeedResults } from "./feed";
+import {
+	asMarkdown,
+	capacityTable,
+	feedCostTable,
+	feedDelayTable,
+	growthTable,
+	mainTable,
+	type GrowthResult,
+	type ScenarioResult,
+} from "./table";
 
 /** The cache the distributed run is given, and the line that says so. */
 export interface CacheChoice {
@@ -46,8 +56,13 @@ export function settings(machine: Machine, pinning: Pinning, config: BenchConfig
 	];
 }
 
-/** Writes bench/results.md (settings, the main table and, when run, the growth table); returns its path. */
-export function writeResults(lines: [string, string][], results: ScenarioResult[], growth: GrowthResult[]): string {
+/** Writes bench/results.md (settings, the main table and, when run, the change feed's and the growth tables); returns its path. */
+export function writeResults(
+	lines: [string, string][],
+	results: ScenarioResult[],
+	feed: FeedResults | undefined,
+	growth: GrowthResult[],
+): string {
 	const file = path.join(ROOT, "bench/results.md");
 	const parts = [
 		"# Benchmark results",
@@ -55,6 +70,13 @@ export function writeResults(lines: [string, string][], results: ScenarioResult[
 		asMarkdown(mainTable(results)),
 		"## Capacity: CPU per 1,000 requests, NATS and Redis per request",
 		asMarkdown(capacityTable(results)),
+		...(feed
+			? [
+					"## The change feed: writes with it off and on, and the delay to a follower",
+					asMarkdown(feedCostTable(feed.costs)),
+					asMarkdown(feedDelayTable(feed.delays)),
+				]
+			: []),
 		...(growth.length > 0 ? ["## Growth: `GET /game` over more games", asMarkdown(growthTable(growth))] : []),
 	];
 	writeFileSync(file, parts.join("\n\n") + "\n");

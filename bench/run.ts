@@ -1,5 +1,6 @@
 import { writeCharts } from "./charts";
 import { BenchConfigError, readConfig, type BenchConfig } from "./config";
+import { measureFeed, type FeedResults } from "./feed";
 import { grow } from "./growth";
 import { describeError } from "./http";
 import { describeMachine, pinLoadGenerator, type Pinning } from "./machine";
@@ -11,7 +12,18 @@ import { capture, scenarios, type Route, type Scenario } from "./scenarios";
 import { seed } from "./seed";
 import { loopDelay, startCeiling, startDistributed, startEmbedded, type Target } from "./servers";
 import { usageProbe } from "./usage";
-import { asMarkdown, asText, capacityTable, growthTable, mainTable, refusal, type GrowthResult, type ScenarioResult } from "./table";
+import {
+	asMarkdown,
+	asText,
+	capacityTable,
+	feedCostTable,
+	feedDelayTable,
+	growthTable,
+	mainTable,
+	refusal,
+	type GrowthResult,
+	type ScenarioResult,
+} from "./table";
 
 // `npm run bench`: the ceiling, the embedded catalogue and the distributed one, side by side
 // (bench/README.md). Exits 1 when a scenario was refused or a target could not be measured.
@@ -116,12 +128,21 @@ async function main(): Promise<number> {
 	log(`\n${lines.map(([label, value]) => `${label}: ${value}`).join("\n")}\n\n${asText(mainTable(results))}\n`);
 	log(`${asMarkdown(mainTable(results))}\n`);
 	log(`${asText(capacityTable(results))}\n\n${asMarkdown(capacityTable(results))}\n`);
-	log(`written to ${writeResults(lines, results, [])}`);
+	log(`written to ${writeResults(lines, results, undefined, [])}`);
+
+	let feed: FeedResults | undefined;
+	if (config.feed) {
+		log("\nchange feed: each layout with CHANGE_FEED=off, then on");
+		feed = await measureFeed(config, pinning, cache.redisUrl, options, log);
+		for (const table of [feedCostTable(feed.costs), feedDelayTable(feed.delays)]) log(`\n${asText(table)}\n\n${asMarkdown(table)}\n`);
+		problems.push(...feed.errors.map(error => `change feed: ${error}`));
+		log(`written to ${writeResults(lines, results, feed, [])}`);
+	}
 
 	const growth = await measureGrowth(config, pinning, cache);
 	if (growth.length > 0) {
 		log(`\n${asText(growthTable(growth))}\n\n${asMarkdown(growthTable(growth))}\n`);
-		log(`written to ${writeResults(lines, results, growth)}`);
+		log(`written to ${writeResults(lines, results, feed, growth)}`);
 	}
 	// The charts of docs/performance.md; a partial run draws what it measured.
 	await writeCharts(config.chartsDir, results, growth).then(

@@ -31,7 +31,7 @@ const PAGE = JSON.stringify({ pageable: { pageNumber: 0, pageSize: 10, sort: [{ 
 const GAME_PAGE = JSON.stringify({ pageable: { pageNumber: 1, pageSize: 20, sort: [{ property: "title", direction: "desc" }] } });
 
 /** The body that writes a game exactly as it is stored, so the update changes nothing anyone reads. */
-const unchanged = (game: Game) =>
+export const unchanged = (game: Game) =>
 	JSON.stringify({ title: game.title, age: game.age, category: { id: game.category }, author: { id: game.author } });
 
 /**

@@ -20,8 +20,9 @@ export interface Target {
 	name: "ceiling" | "embedded" | "distributed";
 	base: string;
 	processes: Child[];
-	/** nats-server's monitoring endpoint, for its message counts (the distributed target). */
+	/** nats-server's monitoring endpoint, for its message counts, and its URL (the distributed target). */
 	natsMonitor?: string;
+	natsUrl?: string;
 	/** The embedded target only: stopped (SIGTERM) and started again on its data; the ms from the start until it answers. */
 	restart?(): Promise<number>;
 	stop(): Promise<void>;
@@ -97,7 +98,7 @@ const CLEARED = [
 		"CORS_ORIGINS",
 		"HEALTH_PORT",
 	],
-	...["BODY_LIMIT", "REQUEST_TIMEOUT", "STORAGE", "LOGLEVEL", "LOG_FORMAT", "CACHE_MAX_MB"],
+	...["BODY_LIMIT", "REQUEST_TIMEOUT", "STORAGE", "LOGLEVEL", "LOG_FORMAT", "CACHE_MAX_MB", "CHANGE_FEED"],
 ];
 
 /**
@@ -137,10 +138,10 @@ function startNode(name: string, pinning: Pinning, profileDir: string | undefine
 /** How often a restart polls for the first answer: finer than waitUntil's, to time it. */
 const RESTART_POLL_MS = 10;
 
-/** Every service in one process, no transporter: the default as `npm start` runs it. */
-export async function startEmbedded(pinning: Pinning, profileDir?: string): Promise<Target> {
+/** Every service in one process, no transporter: the default as `npm start` runs it, with `more` set (`CHANGE_FEED=off`). */
+export async function startEmbedded(pinning: Pinning, profileDir?: string, more: NodeJS.ProcessEnv = {}): Promise<Target> {
 	const port = await freePort();
-	const env = { PORT: String(port), NAMESPACE: `bench-${randomUUID()}` };
+	const env = { ...more, PORT: String(port), NAMESPACE: `bench-${randomUUID()}` };
 	const dataDir = mkdtempSync(path.join(tmpdir(), "catalogue-bench-data-"));
 	let node = startNode("embedded", pinning, profileDir, { ...env, DATA_DIR: dataDir });
 	const base = `http://127.0.0.1:${port}`;
@@ -199,11 +200,19 @@ async function startNats(pinning: Pinning): Promise<{ url: string; monitor: stri
 	return { url: `nats://127.0.0.1:${port}`, monitor: `http://127.0.0.1:${monitorPort}`, server };
 }
 
-/** A node per catalogue service (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache. */
-export async function startDistributed(pinning: Pinning, redisUrl: string | undefined, profileDir?: string): Promise<Target> {
+/**
+ * A node per catalogue service (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache, and
+ * `more` set on every node.
+ */
+export async function startDistributed(
+	pinning: Pinning,
+	redisUrl: string | undefined,
+	profileDir?: string,
+	more: NodeJS.ProcessEnv = {},
+): Promise<Target> {
 	const nats = await startNats(pinning);
 	const port = await freePort();
-	const shared = { TRANSPORTER: nats.url, NAMESPACE: `bench-${randomUUID()}`, ...(redisUrl && { REDIS_URL: redisUrl }) };
+	const shared = { ...more, TRANSPORTER: nats.url, NAMESPACE: `bench-${randomUUID()}`, ...(redisUrl && { REDIS_URL: redisUrl }) };
 	const nodes = SERVICE_NAMES.map(service =>
 		startNode(service, pinning, profileDir, { ...shared, SERVICES: service, ...(service === "api" && { PORT: String(port) }) }),
 	);
@@ -211,7 +220,8 @@ export async function startDistributed(pinning: Pinning, redisUrl: string | unde
 	const stop = async () => {
 		await Promise.all(processes.map(child => child.kill()));
 	};
-	return started({ name: "distributed", base: `http://127.0.0.1:${port}`, processes, natsMonitor: nats.monitor, stop }, [
+	const base = `http://127.0.0.1:${port}`;
+	return started({ name: "distributed", base, processes, natsMonitor: nats.monitor, natsUrl: nats.url, stop }, [
 		"/category",
 		"/author",
 		"/game",

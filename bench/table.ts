@@ -1,3 +1,4 @@
+import { FEED_TARGET, type FeedCost, type FeedDelay } from "./feed";
 import type { Measurement } from "./measure";
 import { DISTRIBUTED_TARGET, type Scenario } from "./scenarios";
 
@@ -228,4 +229,45 @@ export function capacityTable(results: ScenarioResult[]): Table {
 			]);
 		}
 	return { rows, right: [false, false, ...CPU_COLUMNS.map(() => true), true, true, true, true, true, true] };
+}
+
+/**
+ * The writes with the change feed off and on (feed.ts): the mean rate of each side's starts, each start's rate, and the feed-on share
+ * of the feed-off rate against FEED_TARGET. A side with a refused run is not compared.
+ */
+export function feedCostTable(costs: FeedCost[]): Table {
+	const rows = [["Run", "Scenario", "feed off rps", "feed on rps", "each start", "on / off", "Target", "Result"]];
+	const mean = (runs: Measurement[]) => runs.reduce((sum, run) => sum + run.rps, 0) / runs.length;
+	for (const { target, scenario, off, on } of costs) {
+		const sides = [off, on].map(runs => (runs.length === 0 || runs.some(run => run.failures) ? undefined : mean(runs)));
+		const refused = [...off, ...on].map(refusal).find(Boolean);
+		const [offRps, onRps] = sides;
+		const compared = offRps !== undefined && onRps !== undefined;
+		rows.push([
+			target,
+			scenario,
+			offRps === undefined ? "—" : wholeNumber(offRps),
+			onRps === undefined ? "—" : wholeNumber(onRps),
+			[...off.map(run => `off ${wholeNumber(run.rps)}`), ...on.map(run => `on ${wholeNumber(run.rps)}`)].join(", "),
+			compared ? share(onRps / offRps) : "",
+			`≥ ${share(FEED_TARGET)} of off`,
+			compared ? (onRps / offRps >= FEED_TARGET ? "PASS" : "MISS") : (refused ?? "not run"),
+		]);
+	}
+	return { rows, right: [false, false, true, true, false, true, false, false] };
+}
+
+/** From a write's answer to its change at a follower (feed.ts); negative when the change came before the answer's last byte. */
+export function feedDelayTable(delays: FeedDelay[]): Table {
+	const rows = [["Run", "Follower", "Writes", "Arrived", "p50 ms", "p99 ms"]];
+	for (const { target, follower, loaded, sent, arrived, p50, p99 } of delays)
+		rows.push([
+			target,
+			follower,
+			loaded ? "beside the update scenario" : "alone, one every 50 ms",
+			`${arrived} of ${sent}`,
+			Number.isNaN(p50) ? "—" : ms(p50),
+			Number.isNaN(p99) ? "—" : ms(p99),
+		]);
+	return { rows, right: [false, false, false, true, true, true] };
 }
