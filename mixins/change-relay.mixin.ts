@@ -80,7 +80,7 @@ export function changeRelay(kind: Kind) {
 		methods: {
 			relayChanges() {
 				const { relay } = this;
-				if (!natsConnection(this.broker) || !config.changeFeed) return;
+				if (!natsConnection(this.broker)) return;
 				if (relay.running) {
 					relay.again = true;
 					return;
