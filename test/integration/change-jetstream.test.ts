@@ -7,6 +7,7 @@ import { newId } from "../../lib/catalogue/ids";
 import type { Change } from "../../lib/feed/changes";
 import { CHANGES_STREAM } from "../../lib/feed/jetstream";
 import { waitingOn } from "../../lib/http/health";
+import { RELAY_GAP_MS } from "../../mixins/change-relay.mixin";
 import brokerOptions from "../../moleculer.config";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -150,6 +151,35 @@ test("a durable consumer acknowledges, resumes where it stopped, and shares the 
 		await again.close();
 		await other.close();
 	}
+});
+
+test("under steady writes the relay pauses between its cycles, each carrying what came in meanwhile, and loses none", async () => {
+	const games = broker.getLocalService("games") as unknown as { relayOnce(): Promise<void> };
+	const cycle = games.relayOnce;
+	const started: number[] = [];
+	games.relayOnce = function (this: unknown) {
+		started.push(performance.now());
+		return cycle.call(this);
+	};
+	const before = (await jsm.streams.info(CHANGES_STREAM)).state.messages;
+	try {
+		const { category } = await broker.call<{ category: object }, object>("categories.create", { name: "Burst" });
+		const { author } = await broker.call<{ author: object }, object>("authors.create", { name: "Burst", nationality: "Any" });
+		// One write after another, as a steady load sends them, each a turn of the event loop of its own (as requests are), so that
+		// the relay's publish is answered meanwhile: each write asks for a cycle while one still runs.
+		for (let index = 0; index < 60; index++) {
+			await broker.call("games.create", { title: `Burst ${index}`, age: 10, category, author });
+			await new Promise(resolve => setImmediate(resolve));
+		}
+		await until("the stream holds every change", async () => (await jsm.streams.info(CHANGES_STREAM)).state.messages === before + 62);
+	} finally {
+		games.relayOnce = cycle;
+	}
+	expect(started.length).toBeGreaterThan(1);
+	const gaps = started.slice(1).map((at, index) => at - started[index]);
+	expect(Math.min(...gaps)).toBeGreaterThanOrEqual(RELAY_GAP_MS - 1);
+	// Fewer cycles than writes: each carried several changes.
+	expect(started.length).toBeLessThan(60);
 });
 
 test("a NATS without JetStream: the outbox is seen waiting, and readiness names the service's changes once it has waited 30 s", async () => {
