@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import DbService, { type DbServiceSettings } from "moleculer-db";
 import type { ClaimStore } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
@@ -138,8 +138,14 @@ export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
 		beforeEntityCreate(entity: Record<string, unknown>) {
 			return { ...entity, _id: newId() };
 		},
-		afterConnected(this: Store) {
-			return prepareStore(this.adapter, indexed);
+		async afterConnected(this: Store & Pick<Service, "logger">) {
+			const feedless = await prepareStore(this.adapter, indexed, config.changeFeed);
+			if (feedless === undefined) return;
+			// One line and the end, as for an unusable DATA_DIR: every recorded write would fail.
+			this.logger.fatal(
+				`MONGO_URI's MongoDB cannot keep the change feed: ${feedless}. Make it a replica set (docs/storage.md), or start with CHANGE_FEED=off.`,
+			);
+			process.exit(1);
 		},
 	} as Partial<CatalogueSchema<Row>>);
 }

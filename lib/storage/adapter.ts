@@ -5,6 +5,15 @@
 import type MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cachesInThisProcess } from "../cache/cache";
 import { config, type CatalogueConfig } from "../config/config";
+import {
+	feedlessServer,
+	mongoChangesAfter,
+	mongoMarkPublished,
+	mongoPruneChanges,
+	mongoUnpublished,
+	recordedMongoWrite,
+	type MongoStore,
+} from "./mongo-feed";
 import { SqliteAdapter, type Recorded, type RecordedWrite } from "./sqlite-adapter";
 
 /** How long a MongoDB operation waits for a reachable server before it fails. */
@@ -35,18 +44,17 @@ export function createAdapter(collection: string, fields: IndexedFields, storage
 	});
 }
 
-/** The part of moleculer-db-adapter-mongo's adapter its type declarations leave out. */
-interface MongoCollection {
-	collection: { createIndex(keys: Record<string, 1>, options: { sparse: boolean }): Promise<string> };
-}
-
-/** MongoDB's indexes on a connected adapter; SQLite's are made by the adapter itself. */
-export async function prepareStore(adapter: unknown, { indexes, sparseIndexes, orders }: IndexedFields): Promise<void> {
-	if (adapter instanceof SqliteAdapter) return;
-	const { collection } = adapter as MongoCollection;
+/**
+ * MongoDB's indexes on a connected adapter, and its feed's collection and counter (lib/storage/mongo-feed.ts); SQLite's are made by
+ * the adapter itself. Why the server cannot keep the feed that `feed` asks for, or undefined.
+ */
+export async function prepareStore(adapter: unknown, { indexes, sparseIndexes, orders }: IndexedFields, feed: boolean) {
+	if (adapter instanceof SqliteAdapter) return undefined;
+	const { collection } = adapter as MongoStore;
 	for (const field of indexes) await collection.createIndex({ [field]: 1 }, { sparse: false });
 	for (const field of sparseIndexes) await collection.createIndex({ [field]: 1 }, { sparse: true });
 	for (const order of orders) await collection.createIndex(Object.fromEntries(order.map(field => [field, 1])), { sparse: false });
+	return feed ? feedlessServer(adapter as MongoStore) : undefined;
 }
 
 /**
@@ -73,8 +81,8 @@ interface MongoWrites {
 }
 
 /**
- * Runs `write` and records a change of each record it wrote in the collection's feed, in one transaction (SQLite): how many records
- * it wrote, and the changes recorded. MongoDB keeps no feed yet (docs/followers.md): the write alone, and no change.
+ * Runs `write` and records a change of each record it wrote in the collection's feed, in one transaction: how many records it
+ * wrote, and the changes recorded. Without `changeOf` (CHANGE_FEED=off) the write alone, and no change.
  */
 export async function recordedWrite(
 	adapter: unknown,
@@ -82,6 +90,7 @@ export async function recordedWrite(
 	changeOf: ((id: string) => Record<string, unknown>) | null,
 ): Promise<{ written: number; changes: Recorded[] }> {
 	if (adapter instanceof SqliteAdapter) return adapter.recordedWrite(write, changeOf);
+	if (changeOf) return recordedMongoWrite(adapter as MongoStore, write, changeOf);
 	const mongo = adapter as MongoWrites;
 	if ("insert" in write) return { written: (await mongo.insertMany(write.insert)).length, changes: [] };
 	// The records matched: the adapter's own updateMany counts only those whose values changed, and a write of the same values is a write.
@@ -89,14 +98,14 @@ export async function recordedWrite(
 	return { written: await mongo.removeMany(write.query), changes: [] };
 }
 
-/** Up to `limit` changes of the collection after `after`, with its feed's bounds; an empty feed on MongoDB. */
+/** Up to `limit` changes of the collection after `after`, with its feed's bounds. */
 export function changesAfter(
 	adapter: unknown,
 	after: number,
 	limit: number,
 ): Promise<{ changes: Recorded[]; first: number; last: number }> {
 	if (adapter instanceof SqliteAdapter) return adapter.changesAfter(after, limit);
-	return Promise.resolve({ changes: [], first: 1, last: 0 });
+	return mongoChangesAfter(adapter as MongoStore, after, limit);
 }
 
 /** Drops the feed's changes beyond its retention, but, with `keepUnpublished`, none its outbox still holds: how many. */
@@ -105,19 +114,20 @@ export function pruneChanges(
 	retention: { maxAgeMs: number; maxChanges: number },
 	keepUnpublished: boolean,
 ): Promise<number> {
-	return adapter instanceof SqliteAdapter ? adapter.pruneChanges(retention, keepUnpublished) : Promise.resolve(0);
+	if (adapter instanceof SqliteAdapter) return adapter.pruneChanges(retention, keepUnpublished);
+	return mongoPruneChanges(adapter as MongoStore, retention, keepUnpublished);
 }
 
-/** The feed's outbox: the first `limit` changes not yet published to the cluster's stream; none on MongoDB. */
+/** The feed's outbox: the first `limit` changes not yet published to the cluster's stream. */
 export function unpublished(
 	adapter: unknown,
 	limit: number,
 ): Promise<{ published: number; last: number; changes: Recorded[]; oldestAt: number | null }> {
 	if (adapter instanceof SqliteAdapter) return adapter.unpublished(limit);
-	return Promise.resolve({ published: 0, last: 0, changes: [], oldestAt: null });
+	return mongoUnpublished(adapter as MongoStore, limit);
 }
 
 /** Notes the changes up to `seq` published. */
 export function markPublished(adapter: unknown, seq: number): Promise<void> {
-	return adapter instanceof SqliteAdapter ? adapter.markPublished(seq) : Promise.resolve();
+	return adapter instanceof SqliteAdapter ? adapter.markPublished(seq) : mongoMarkPublished(adapter as MongoStore, seq);
 }

@@ -13,6 +13,14 @@ import brokerOptions from "../../moleculer.config";
 import { createAdapter } from "../../lib/storage/adapter";
 import { describeStorage } from "../../lib/storage/location";
 import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
+import {
+	feedlessServer,
+	mongoChangesAfter,
+	mongoMarkPublished,
+	mongoPruneChanges,
+	mongoUnpublished,
+	type MongoStore,
+} from "../../lib/storage/mongo-feed";
 import ApiService from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -28,6 +36,8 @@ jest.mock("../../lib/config/config", () => {
 
 type Doc = Record<string, unknown>;
 type SortSpec = Record<string, 1 | -1>;
+/** The options of a call the feed makes in a transaction (`session`) or as an upsert. */
+type Options = { session?: unknown; upsert?: boolean };
 
 /** One call the adapter made on a collection, with the cursor options of a `find`. */
 interface Call {
@@ -37,6 +47,8 @@ interface Call {
 	skip?: number;
 	limit?: number;
 	update?: Doc;
+	/** Whether the call ran in a transaction's session. */
+	session?: boolean;
 }
 
 /** What the adapter keeps of its service and the id conversion, missing from its typings. */
@@ -45,6 +57,8 @@ interface MongoAdapter {
 	opts: Record<string, unknown>;
 	service: Service & { schema: { collection: string } };
 	collection: unknown;
+	db: unknown;
+	client: unknown;
 	connect(): Promise<void>;
 	stringToObjectID(id: string): unknown;
 	entityToObject(entity: Doc): Doc;
@@ -54,7 +68,7 @@ const isOperator = (condition: unknown): condition is Doc =>
 	condition !== null && typeof condition === "object" && Object.keys(condition).some(key => key.startsWith("$"));
 
 /**
- * Equality, `$in`, `$regex`, `$exists`, `$lt`, `$ne` and `$or`, on dotted paths: the only conditions the
+ * Equality, `$in`, `$regex`, `$exists`, `$lt`, `$gt`, `$lte`, `$ne` and `$or`, on dotted paths: the only conditions the
  * catalogue sends. Anything else throws.
  */
 function matches(doc: Doc, query: Doc = {}): boolean {
@@ -67,6 +81,8 @@ function matches(doc: Doc, query: Doc = {}): boolean {
 			if (operator === "$regex") return typeof value === "string" && (argument as RegExp).test(value);
 			if (operator === "$exists") return (value !== undefined) === argument;
 			if (operator === "$lt") return value !== undefined && (value as number) < (argument as number);
+			if (operator === "$gt") return value !== undefined && (value as number) > (argument as number);
+			if (operator === "$lte") return value !== undefined && (value as number) <= (argument as number);
 			if (operator === "$ne") return !isEqual(value, argument);
 			throw new Error(`the recording collection does not understand ${operator}`);
 		});
@@ -76,10 +92,13 @@ function matches(doc: Doc, query: Doc = {}): boolean {
 /** `$set` and `$unset` on dotted paths; anything else throws. */
 function apply(doc: Doc, update: Doc): void {
 	for (const [operator, fields] of Object.entries(update)) {
-		if (operator !== "$set" && operator !== "$unset") throw new Error(`the recording collection does not apply ${operator}`);
+		if (!["$set", "$unset", "$inc", "$max"].includes(operator)) throw new Error(`the recording collection does not apply ${operator}`);
 		for (const [field, value] of Object.entries(fields as Doc)) {
+			const now = get(doc, field) as number | undefined;
 			if (operator === "$set") set(doc, field, value);
-			else unset(doc, field);
+			else if (operator === "$inc") set(doc, field, (now ?? 0) + (value as number));
+			else if (operator === "$max") set(doc, field, Math.max(now ?? -Infinity, value as number));
+			else if (operator === "$unset") unset(doc, field);
 		}
 	}
 }
@@ -101,6 +120,7 @@ function bySpec(spec: SortSpec) {
  * of `apply`, and nothing else.
  */
 class RecordingCollection {
+	constructor(readonly collectionName: string) {}
 	readonly docs: Doc[] = [];
 	readonly indexes: Doc[] = [];
 	calls: Call[] = [];
@@ -112,8 +132,8 @@ class RecordingCollection {
 		return calls;
 	}
 
-	find(query?: Doc) {
-		const call: Call = { method: "find", query };
+	find(query?: Doc, options?: Options) {
+		const call: Call = { method: "find", query, ...(options?.session ? { session: true } : {}) };
 		this.calls.push(call);
 		const cursor = {
 			sort: (spec: SortSpec) => ((call.sort = Object.entries(spec)), cursor),
@@ -143,21 +163,36 @@ class RecordingCollection {
 		return { insertedCount: 1, ops: [doc] };
 	}
 
-	async insertMany(docs: Doc[]) {
-		this.calls.push({ method: "insertMany" });
+	async insertMany(docs: Doc[], options?: Options) {
+		this.calls.push({ method: "insertMany", ...(options?.session ? { session: true } : {}) });
 		this.docs.push(...structuredClone(docs));
 		return { insertedCount: docs.length, ops: docs };
 	}
 
-	async findOneAndUpdate(query: Doc, update: Doc) {
-		this.calls.push({ method: "findOneAndUpdate", query, update });
-		const doc = this.docs.find(candidate => matches(candidate, query));
-		if (doc) apply(doc, update);
+	async findOneAndUpdate(query: Doc, update: Doc, options?: Options) {
+		this.calls.push({ method: "findOneAndUpdate", query, update, ...(options?.session ? { session: true } : {}) });
+		const doc = this.upserted(query, update, options);
 		return { value: doc ? structuredClone(doc) : null };
 	}
 
-	async updateMany(query: Doc, update: Doc) {
-		this.calls.push({ method: "updateMany", query, update });
+	async updateOne(query: Doc, update: Doc, options?: Options) {
+		this.calls.push({ method: "updateOne", query, update, ...(options?.session ? { session: true } : {}) });
+		this.upserted(query, update, options);
+	}
+
+	/** The document of `query`, updated, or with `upsert` a new one made from the query's equalities and `$setOnInsert`. */
+	private upserted(query: Doc, { $setOnInsert, ...update }: Doc, options?: Options): Doc | undefined {
+		let doc = this.docs.find(candidate => matches(candidate, query));
+		if (!doc && options?.upsert) {
+			doc = { ...query, ...($setOnInsert as Doc) };
+			this.docs.push(doc);
+		}
+		if (doc) apply(doc, update);
+		return doc;
+	}
+
+	async updateMany(query: Doc, update: Doc, options?: Options) {
+		this.calls.push({ method: "updateMany", query, update, ...(options?.session ? { session: true } : {}) });
 		const docs = this.docs.filter(doc => matches(doc, query));
 		let modifiedCount = 0;
 		for (const doc of docs) {
@@ -169,8 +204,8 @@ class RecordingCollection {
 		return { matchedCount: docs.length, modifiedCount };
 	}
 
-	async deleteMany(query: Doc) {
-		this.calls.push({ method: "deleteMany", query });
+	async deleteMany(query: Doc, options?: Options) {
+		this.calls.push({ method: "deleteMany", query, ...(options?.session ? { session: true } : {}) });
 		const kept = this.docs.filter(doc => !matches(doc, query));
 		const deletedCount = this.docs.length - kept.length;
 		this.docs.splice(0, this.docs.length, ...kept);
@@ -187,6 +222,16 @@ class RecordingCollection {
 		this.indexes.push(options.sparse ? { ...spec, sparse: true } : spec);
 		return Object.keys(spec).join("_");
 	}
+}
+
+/** A session whose transaction runs once and counts; no isolation, which MongoDB gives. */
+class RecordingSession {
+	static transactions = 0;
+	async withTransaction(run: () => Promise<void>) {
+		RecordingSession.transactions++;
+		await run();
+	}
+	endSession() {}
 }
 
 const MONGO_URI = config.mongoUri!;
@@ -250,6 +295,10 @@ describe("id conversion of the real MongoDB adapter", () => {
 describe("queries the services send to MongoDB (recording collections, no server)", () => {
 	const collections = new Map<string, RecordingCollection>();
 	const collection = (name: string) => collections.get(name)!;
+	const collectionNamed = (name: string) => {
+		if (!collections.has(name)) collections.set(name, new RecordingCollection(name));
+		return collection(name);
+	};
 	let broker: ServiceBroker;
 	let api: Api;
 
@@ -260,9 +309,10 @@ describe("queries the services send to MongoDB (recording collections, no server
 			const adapter = (service as unknown as { adapter: MongoAdapter }).adapter;
 			// In place of MongoClient: the collection the schema names, as `db.collection(name)` would.
 			adapter.connect = async () => {
-				const name = adapter.service.schema.collection;
-				collections.set(name, collections.get(name) ?? new RecordingCollection());
-				adapter.collection = collections.get(name);
+				adapter.collection = collectionNamed(adapter.service.schema.collection);
+				// The feed's collections, and a replica set's answer: MongoDB's transactions are there.
+				adapter.db = { collection: collectionNamed, admin: () => ({ command: async () => ({ ismaster: true, setName: "rs0" }) }) };
+				adapter.client = { startSession: () => new RecordingSession() };
 			};
 		}
 		broker.createService(ApiService);
@@ -290,7 +340,16 @@ describe("queries the services send to MongoDB (recording collections, no server
 			expect(adapter.uri).toBe(MONGO_URI);
 			expect(adapter.collection).toBe(collection(name));
 		}
-		expect(collections.size).toBe(3);
+		// Besides them, each one's change feed, and the feed's counters.
+		expect([...collections.keys()].sort()).toEqual([
+			"authors",
+			"authors_changes",
+			"catalogue_meta",
+			"categories",
+			"categories_changes",
+			"games",
+			"games_changes",
+		]);
 	});
 
 	test("indexes are created on connect for the references (a delete counts games by them), the orders pages are read in, and sparse for the claims only writes in progress have", () => {
@@ -476,9 +535,11 @@ describe("queries the services send to MongoDB (recording collections, no server
 		const [euro, uwe] = [await api.category("Euro"), await api.author("Uwe Rosenberg")];
 		for (const name of collections.keys()) collection(name).take();
 		const game = await api.game("Agricola", euro, uwe);
+		// The publication is recorded: the records the condition finds, updated, in the transaction of their change.
 		expect(collection("games").take()).toEqual([
 			{ method: "insertOne" },
-			{ method: "updateMany", query: { _id: game.id, draft: { $exists: true } }, update: { $unset: { draft: true } } },
+			{ method: "find", query: { _id: game.id, draft: { $exists: true } }, session: true },
+			{ method: "updateMany", query: { _id: { $in: [game.id] } }, update: { $unset: { draft: true } }, session: true },
 		]);
 		expect(collection("authors").take()).toEqual([{ method: "findOne", query: { _id: uwe.id } }]);
 		expect(collection("games").docs).toEqual([{ _id: game.id, title: "Agricola", age: 10, category: euro.id, author: uwe.id }]);
@@ -488,17 +549,74 @@ describe("queries the services send to MongoDB (recording collections, no server
 		const uwe = await api.author("Uwe Rosenberg");
 		collection("authors").take();
 		expect((await api.delete(`/author/${uwe.id}`)).status).toBe(200);
-		const [, mark, removal] = collection("authors").take();
+		const [, mark, removal, deletion] = collection("authors").take();
 		expect(mark).toEqual({
 			method: "updateMany",
 			query: { _id: uwe.id, deleting: { $exists: false } },
 			update: { $set: { deleting: { token: expect.any(String), at: expect.any(Number) } } },
 		});
 		expect(removal).toEqual({
-			method: "deleteMany",
+			method: "find",
 			query: { _id: uwe.id, "deleting.token": (mark.update!.$set as Doc & { deleting: { token: string } }).deleting.token },
+			session: true,
 		});
+		expect(deletion).toEqual({ method: "deleteMany", query: { _id: { $in: [uwe.id] } }, session: true });
 		expect(collection("authors").docs).toEqual([]);
+	});
+
+	test("each write and its changes are one transaction, numbered in the feed, which `changes` reads back in order", async () => {
+		for (const name of collections.keys()) collection(name).take();
+		const transactions = RecordingSession.transactions;
+		const euro = await api.category("Euro");
+		expect((await api.put(`/category/${euro.id}`, { name: "Eurogame" })).status).toBe(200);
+		expect((await api.delete(`/category/${euro.id}`)).status).toBe(200);
+		expect(RecordingSession.transactions - transactions).toBe(3);
+		expect(collection("categories_changes").take("insertMany")).toEqual(Array(3).fill({ method: "insertMany", session: true }));
+		expect(collection("catalogue_meta").take("findOneAndUpdate")).toEqual(
+			Array(3).fill({ method: "findOneAndUpdate", query: { _id: "feed categories" }, update: { $inc: { seq: 1 } }, session: true }),
+		);
+		const { changes, first, last } = await broker.call<{ changes: Doc[]; first: number; last: number }, object>("categories.changes", {
+			after: 0,
+		});
+		expect(changes.map(({ seq, type, record }) => ({ seq, type, record }))).toEqual([
+			{ seq: 1, type: "created", record: { id: euro.id, name: "Euro" } },
+			{ seq: 2, type: "updated", record: { id: euro.id, name: "Eurogame" } },
+			{ seq: 3, type: "removed", record: { id: euro.id } },
+		]);
+		expect({ first, last }).toEqual({ first: 1, last: 3 });
+	});
+
+	test("a refused write records no change: an update of an unknown id numbers nothing", async () => {
+		const euro = await api.category("Euro");
+		for (const name of collections.keys()) collection(name).take();
+		expect((await api.put(`/category/${newId()}`, { name: "Nobody" })).status).toBe(400);
+		expect(collection("categories_changes").docs.map(doc => doc._id)).toEqual([1]);
+		expect(collection("catalogue_meta").take("findOneAndUpdate")).toEqual([]);
+		expect(collection("categories").take("updateMany")).toEqual([]);
+		expect(euro.name).toBe("Euro");
+	});
+
+	test("the outbox: changes after the published mark, which never moves back; pruning keeps what is not published", async () => {
+		for (let index = 0; index < 4; index++) await api.category(`Outbox ${index}`);
+		const store = (broker.getLocalService("categories") as unknown as { adapter: MongoStore }).adapter;
+		expect((await mongoUnpublished(store, 10)).changes.map(change => change.seq)).toEqual([1, 2, 3, 4]);
+		await mongoMarkPublished(store, 3);
+		await mongoMarkPublished(store, 2);
+		const outbox = await mongoUnpublished(store, 10);
+		expect(outbox).toMatchObject({ published: 3, last: 4, oldestAt: expect.any(Number) });
+		expect(outbox.changes.map(change => change.seq)).toEqual([4]);
+		// Retention of one change, but the unpublished fourth is kept, and the third, published, goes with the others.
+		expect(await mongoPruneChanges(store, { maxAgeMs: 60_000, maxChanges: 0 }, true)).toBe(3);
+		expect(collection("categories_changes").docs.map(doc => doc._id)).toEqual([4]);
+		expect(await mongoChangesAfter(store, 0, 10)).toMatchObject({ first: 4, last: 4 });
+	});
+
+	test("a server that is not a replica set has no transactions: it is named as the reason the feed cannot be kept", async () => {
+		const store = (broker.getLocalService("categories") as unknown as { adapter: MongoStore }).adapter;
+		const answering = (hello: Doc) => ({ ...store, db: { ...store.db, admin: () => ({ command: async () => hello }) } });
+		expect(await feedlessServer(answering({ ismaster: true }))).toMatch(/^its server is not a replica set/);
+		expect(await feedlessServer(answering({ ismaster: true, setName: "rs0" }))).toBeUndefined();
+		expect(await feedlessServer(answering({ ismaster: true, msg: "isdbgrid" }))).toBeUndefined();
 	});
 
 	const oddIds: [string, string][] = [
