@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
@@ -254,6 +256,37 @@ describe("docker-compose.yml", () => {
 			'db.createUser({ user: "$MONGO_APP_USER", pwd: "$MONGO_APP_PASSWORD", roles: [{ role: "readWrite", db: "$MONGO_INITDB_DATABASE" }] })',
 		);
 		expect(script).not.toMatch(/role: "(root|dbOwner|readWriteAnyDatabase|userAdmin\w*)"/);
+	});
+
+	test("mongo is a replica set of one (the change feed's transactions need one): a key file made once, the set initiated by the health check", () => {
+		const mongo = compose.services.mongo as { entrypoint: string[]; healthcheck: { test: string[] } };
+		const [shell, flag, script] = mongo.entrypoint;
+		expect([shell, flag]).toEqual(["bash", "-c"]);
+		expect(script).toContain('exec docker-entrypoint.sh mongod --replSet rs0 --keyFile "$$key" --bind_ip_all');
+		// The script as the container runs it (compose's $$ is $), on a folder of the test's own, with the image's commands stood in.
+		const folder = mkdtempSync(path.join(tmpdir(), "mongo-entrypoint-"));
+		const bin = path.join(folder, "bin");
+		mkdirSync(bin);
+		writeFileSync(path.join(bin, "chown"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+		writeFileSync(path.join(bin, "docker-entrypoint.sh"), '#!/bin/sh\necho "$@"\n', { mode: 0o755 });
+		const run = () =>
+			execFileSync(shell, [flag, script.replaceAll("$$", "$").replaceAll("/data/db", folder)], {
+				env: { PATH: `${bin}:${process.env.PATH}` },
+			}).toString();
+		try {
+			expect(run()).toBe(`mongod --replSet rs0 --keyFile ${folder}/replica-set.key --bind_ip_all\n`);
+			const key = readFileSync(path.join(folder, "replica-set.key"), "utf8");
+			// What mongod takes: 6 to 1,024 base64 characters, readable by its owner only.
+			expect(key).toMatch(/^[A-Za-z0-9+/=]{6,1024}$/);
+			expect(statSync(path.join(folder, "replica-set.key")).mode & 0o777).toBe(0o400);
+			run();
+			expect(readFileSync(path.join(folder, "replica-set.key"), "utf8")).toBe(key);
+		} finally {
+			rmSync(folder, { recursive: true, force: true });
+		}
+		const check = mongo.healthcheck.test.join(" ");
+		expect(check).toContain("rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: 'mongo:27017' }] })");
+		expect(check).toContain("--authenticationDatabase admin");
 	});
 
 	test("nats, mongo and redis have health checks; the nodes keep the image's", () => {
