@@ -7,12 +7,16 @@ import { measure, type Measurement, type RunOptions } from "./measure";
 import { createScenario, updateScenario, unchanged, type Scenario } from "./scenarios";
 import { seed, type Game } from "./seed";
 import { startDistributed, startEmbedded, type Target } from "./servers";
+import { usageProbe } from "./usage";
 
 // What the change feed costs the writes, and how long a follower waits for a write's change (docs/performance.md, "The change
-// feed"): each layout started four times, each from a fresh start on the same data set, with CHANGE_FEED off, on, on, off.
+// feed"): each layout started eight times, each from a fresh start on the same data set, with CHANGE_FEED off and on in turn.
 
-/** The order of a layout's starts: the drift of a run (a machine warming, another process) weighs on both sides alike. */
-const ROUNDS = ["off", "on", "on", "off"] as const;
+/**
+ * The order of a layout's starts, the mirror of itself twice over: the drift of a run (a machine warming, another process) weighs on
+ * both sides alike, and the median of four starts a side sets aside one that ran far off the others.
+ */
+const ROUNDS = ["off", "on", "on", "off", "on", "off", "off", "on"] as const;
 
 /** The writes with the feed off and on, one scenario of one layout: a measurement per start. */
 export interface FeedCost {
@@ -206,6 +210,7 @@ export async function measureFeed(
 				results.errors.push(`${name} with CHANGE_FEED=${feed}: ${describeError(err)}`);
 			});
 			if (!target) continue;
+			const usage = usageProbe(target, redisUrl);
 			try {
 				const seeded = await seed(target.base, config, config.seedConcurrency);
 				// The update scenario's connections each update a game of their own; the probe writes the next one.
@@ -215,7 +220,7 @@ export async function measureFeed(
 					[update, costs[0]],
 					[createScenario(seeded, config.connections), costs[1]],
 				] as const) {
-					const measured = await measure(target.base, scenario, options);
+					const measured = await measure(target.base, scenario, { ...options, usage: () => usage.read() });
 					cost[feed].push(measured);
 					log(
 						`  ${scenario.name}: ${measured.failures ? `FAILED ${JSON.stringify(measured.failures)}` : `${Math.round(measured.rps)} rps`}`,
@@ -233,6 +238,7 @@ export async function measureFeed(
 			} catch (err) {
 				results.errors.push(`${name} with CHANGE_FEED=${feed}: ${describeError(err)}`);
 			} finally {
+				usage.close();
 				await target.stop();
 			}
 		}

@@ -236,12 +236,25 @@ export function capacityTable(results: ScenarioResult[]): Table {
  * of the feed-off rate against FEED_TARGET. A side with a refused run is not compared.
  */
 export function feedCostTable(costs: FeedCost[]): Table {
-	const rows = [["Run", "Scenario", "feed off rps", "feed on rps", "each start", "on / off", "Target", "Result"]];
-	const mean = (runs: Measurement[]) => runs.reduce((sum, run) => sum + run.rps, 0) / runs.length;
+	const rows = [
+		[
+			"Run",
+			"Scenario",
+			"feed off rps",
+			"feed on rps",
+			"each start",
+			"on / off",
+			"CPU ms per 1,000 writes, off / on",
+			"off / on CPU",
+			"Target",
+			"Result",
+		],
+	];
 	for (const { target, scenario, off, on } of costs) {
-		const sides = [off, on].map(runs => (runs.length === 0 || runs.some(run => run.failures) ? undefined : mean(runs)));
+		const valid = (runs: Measurement[]) => runs.length > 0 && !runs.some(run => run.failures);
+		const [offRps, onRps] = [off, on].map(runs => (valid(runs) ? median(runs.map(run => run.rps)) : undefined));
+		const [offCpu, onCpu] = [off, on].map(runs => (valid(runs) ? median(runs.map(cpuPer1000)) : undefined));
 		const refused = [...off, ...on].map(refusal).find(Boolean);
-		const [offRps, onRps] = sides;
 		const compared = offRps !== undefined && onRps !== undefined;
 		rows.push([
 			target,
@@ -250,12 +263,27 @@ export function feedCostTable(costs: FeedCost[]): Table {
 			onRps === undefined ? "—" : wholeNumber(onRps),
 			[...off.map(run => `off ${wholeNumber(run.rps)}`), ...on.map(run => `on ${wholeNumber(run.rps)}`)].join(", "),
 			compared ? share(onRps / offRps) : "",
+			offCpu && onCpu ? `${wholeNumber(offCpu)} / ${wholeNumber(onCpu)}` : "",
+			offCpu && onCpu ? share(offCpu / onCpu) : "",
 			`≥ ${share(FEED_TARGET)} of off`,
 			compared ? (onRps / offRps >= FEED_TARGET ? "PASS" : "MISS") : (refused ?? "not run"),
 		]);
 	}
-	return { rows, right: [false, false, true, true, false, true, false, false] };
+	return { rows, right: [false, false, true, true, false, true, true, true, false, false] };
 }
+
+/** The middle value (the mean of the middle two of an even count). */
+function median(values: number[]): number {
+	const sorted = [...values].sort((a, b) => a - b);
+	const middle = sorted.length / 2;
+	return Number.isInteger(middle) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[Math.floor(middle)];
+}
+
+/** CPU ms of all the target's processes (the catalogue's, nats-server's, redis-server's) per 1,000 requests of a run; 0 unknown. */
+const cpuPer1000 = (run: Measurement) =>
+	Object.entries(run.per1000 ?? {})
+		.filter(([key, value]) => key.startsWith("cpu ") && Number.isFinite(value))
+		.reduce((sum, [, value]) => sum + value, 0);
 
 /** From a write's answer to its change at a follower (feed.ts); negative when the change came before the answer's last byte. */
 export function feedDelayTable(delays: FeedDelay[]): Table {
