@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { ServiceBroker } from "moleculer";
 import { texts } from "../../lib/catalogue/errors";
 import { FEED_RETENTION } from "../../lib/feed/changes";
@@ -5,6 +6,7 @@ import { config } from "../../lib/config/config";
 import brokerOptions from "../../moleculer.config";
 import { STREAM_LIMITS } from "../../mixins/change-stream.mixin";
 import { apiService } from "../../services/api.service";
+import { fuzzRuns, fuzzSeed } from "../support/fuzz";
 import { gatewayApi, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { openStream, type SseStream } from "../support/sse";
 
@@ -92,6 +94,47 @@ describe("GET /changes", () => {
 		expect(stream.status).toBe(400);
 		expect(stream.refusal).toEqual(expect.objectContaining({ msg }));
 	});
+
+	test("hostile kinds and positions, in the header and the query: a stream that starts, or a 400 with a msg; never a 5xx", async () => {
+		const name = fc.constantFrom("authors", "categories", "games", "author", "game", "", "__proto__", "games ");
+		const count = fc.oneof(fc.nat(5), fc.constantFrom("-1", "1e3", "0x10", "9".repeat(15), "9".repeat(16), " 1", "01", ""));
+		const position = fc.oneof(
+			fc.tuple(count, count, count).map(([a, c, g]) => `authors:${a},categories:${c},games:${g}`),
+			fc.array(fc.tuple(name, count), { maxLength: 4 }).map(pairs => pairs.map(([n, c]) => `${n}:${c}`).join(",")),
+			fc.string({ unit: "binary-ascii", maxLength: 40 }),
+		);
+		const kinds = fc.oneof(
+			fc
+				.array(fc.constantFrom("category", "author", "game", "games", "", "GAME", "game,", "constructor"), { maxLength: 4 })
+				.map(list => list.join(",")),
+			fc.string({ unit: "grapheme", maxLength: 20 }),
+		);
+		const request = fc.record(
+			{ kinds, query: position, header: position.filter(text => /^[\x20-\x7e]*$/.test(text)) },
+			{ requiredKeys: [] },
+		);
+		await fc.assert(
+			fc.asyncProperty(request, async ({ kinds: listed, query, header }) => {
+				const search = new URLSearchParams();
+				if (listed !== undefined) search.set("kinds", listed);
+				if (query !== undefined) search.set("lastEventId", query);
+				const stream = await follow(search.size > 0 ? `?${search}` : "", header === undefined ? {} : { "Last-Event-ID": header });
+				try {
+					if (stream.status === 200) {
+						expect(["ready", "reset", "message"]).toContain((await stream.next(() => true, 3000)).event);
+						return;
+					}
+					expect(stream.status).toBe(400);
+					expect(stream.refusal).toEqual(expect.objectContaining({ msg: expect.any(String) }));
+				} finally {
+					stream.close();
+					open.splice(open.indexOf(stream), 1);
+					await noStreamsLeft();
+				}
+			}),
+			{ numRuns: fuzzRuns(60), seed: fuzzSeed() },
+		);
+	}, 60_000);
 
 	test("a position whose changes are no longer kept gets a reset event, then the changes after it", async () => {
 		const first = await follow();
