@@ -1,4 +1,4 @@
-import { connect } from "nats";
+import { connect, DeliverPolicy } from "nats";
 import { CHANGES_STREAM } from "../lib/feed/jetstream";
 import type { BenchConfig } from "./config";
 import { describeError } from "./http";
@@ -108,7 +108,11 @@ async function sseFollower(base: string): Promise<Follower> {
 async function jetStreamFollower(natsUrl: string): Promise<Follower> {
 	const arrivals = new Map<string, number>();
 	const connection = await connect({ servers: natsUrl });
-	const consumer = await connection.jetstream().consumers.get(CHANGES_STREAM, { filterSubjects: "catalogue.changes.game.>" });
+	// From now: delivered from the stream's start, it would first go through the scenarios' changes, and the first probes'
+	// changes would wait behind them.
+	const consumer = await connection
+		.jetstream()
+		.consumers.get(CHANGES_STREAM, { filterSubjects: "catalogue.changes.game.>", deliver_policy: DeliverPolicy.New });
 	const messages = await consumer.consume();
 	const reading = (async () => {
 		for await (const message of messages) {
