@@ -287,6 +287,9 @@ describe("docker-compose.yml", () => {
 		const check = mongo.healthcheck.test.join(" ");
 		expect(check).toContain("rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: 'mongo:27017' }] })");
 		expect(check).toContain("--authenticationDatabase admin");
+		// The local stack's placeholder (no MongoDB image here) must not inherit that entrypoint: its image has no mongod.
+		const local = parse(read("deploy/local-docker/compose.sqlite.yml")) as { services: Record<string, { entrypoint?: string[] }> };
+		expect(local.services.mongo.entrypoint?.join(" ")).toMatch(/^sh -c .*PLACEHOLDER, NOT MongoDB.*exec sleep infinity'?$/);
 	});
 
 	test("nats, mongo and redis have health checks; the nodes keep the image's", () => {
