@@ -3,7 +3,7 @@ import { CHANGES_STREAM } from "../lib/feed/jetstream";
 import type { BenchConfig } from "./config";
 import { describeError } from "./http";
 import type { Pinning } from "./machine";
-import { measure, type Measurement, type RunOptions } from "./measure";
+import { measure, percentile, type Measurement, type RunOptions } from "./measure";
 import { createScenario, updateScenario, unchanged, type Scenario } from "./scenarios";
 import { seed, type Game } from "./seed";
 import { startDistributed, startEmbedded, type Target } from "./servers";
@@ -131,12 +131,6 @@ async function jetStreamFollower(natsUrl: string): Promise<Follower> {
 	};
 }
 
-/** The nearest-rank percentile `p` (0..1) of `values`. */
-function percentile(values: number[], p: number): number {
-	const sorted = [...values].sort((a, b) => a - b);
-	return sorted.length === 0 ? NaN : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)];
-}
-
 /** PROBES updates of `game`, one every PROBE_EVERY_MS, while `beside` runs (if given): when each was answered, by request id. */
 async function probe(base: string, game: Game, label: string, beside?: () => Promise<unknown>): Promise<Map<string, number>> {
 	const answered = new Map<string, number>();
@@ -165,7 +159,7 @@ async function delays(target: Target, followers: Follower[], answered: Map<strin
 	while (performance.now() < deadline && followers.some(({ arrivals }) => [...answered.keys()].some(id => !arrivals.has(id))))
 		await new Promise(resolve => setTimeout(resolve, 50));
 	return followers.map(({ name, arrivals }) => {
-		const each = [...answered].filter(([id]) => arrivals.has(id)).map(([id, at]) => arrivals.get(id)! - at);
+		const each = Float64Array.from([...answered].filter(([id]) => arrivals.has(id)).map(([id, at]) => arrivals.get(id)! - at)).sort();
 		return {
 			target: target.name,
 			follower: name,

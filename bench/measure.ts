@@ -69,7 +69,8 @@ function fire(
 }
 
 /** The nearest-rank percentile `p` (0..1) of `sorted`. */
-const percentile = (sorted: Float64Array, p: number) => (sorted.length === 0 ? NaN : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]);
+export const percentile = (sorted: Float64Array, p: number) =>
+	sorted.length === 0 ? NaN : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)];
 
 /**
  * The rate of a run of a number of requests, from its latencies: autocannon ends such a run at
