@@ -2,6 +2,7 @@
 # The project's docker-compose.yml, run on this machine's own engine (engine.sh) with the stand-in
 # images (stand-ins.sh) and the SQLite override (compose.sqlite.yml): deploy/local-docker/README.md.
 #   stack.sh up            engine, stand-ins, the image built from the Dockerfile, `up -d`
+#   stack.sh prepare       all of `up` but `up -d`: for a test that watches the start itself
 #   stack.sh down          the stack and its volumes removed, the engine stopped by its PID
 #   stack.sh compose ARGS  docker-compose with the same files, environment file and engine
 # STACK_ENV_FILE names the environment file (default .env: copy .env.example and set its credentials).
@@ -19,7 +20,7 @@ compose() {
 }
 
 case "${1:-}" in
-	up)
+	up | prepare)
 		trap 'echo "stack: FAILED while $step" >&2' ERR
 		# The machine's proxy settings: apt and debootstrap's wget read only the lower-case names; the
 		# image build gets both as build arguments (docker takes each --build-arg NAME from this
@@ -42,6 +43,7 @@ case "${1:-}" in
 		DOCKER_BUILDKIT=0 docker build --network host "${proxies[@]}" -t game-catalogue:local .
 		# A leftover of a run that was killed is removed first, volumes included.
 		compose down --volumes --remove-orphans >/dev/null 2>&1 || true
+		[ "$1" = up ] || exit 0
 		step="starting the stack (docker-compose up -d)"
 		compose up -d
 		;;
@@ -54,7 +56,7 @@ case "${1:-}" in
 		compose "$@"
 		;;
 	*)
-		echo "usage: $0 up|down|compose ARGS" >&2
+		echo "usage: $0 up|prepare|down|compose ARGS" >&2
 		exit 2
 		;;
 esac

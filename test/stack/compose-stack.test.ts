@@ -37,14 +37,12 @@ describe("the compose stack on this machine's own Docker engine", () => {
 	const stack = new Stack(envFile);
 	let env: Record<string, string>;
 	let api: Api;
-	let upSince: number;
 	const created = { categories: 0, authors: 0, games: 0 };
 
 	beforeAll(async () => {
 		env = stackEnvironment(await freePort());
 		writeEnvironment(envFile, env);
 		api = new Api(`http://127.0.0.1:${env.API_PORT}`);
-		upSince = Math.floor(Date.now() / 1000) - 1;
 		const output = await stack.up(UP_MS);
 		// What the run built and replaced, for the test log: the stand-ins say so themselves.
 		console.log(
@@ -73,25 +71,10 @@ describe("the compose stack on this machine's own Docker engine", () => {
 			expect(container.Config.Healthcheck.Test.join(" ")).toContain("/health/ready");
 			expect(container.Config.Labels["com.docker.compose.project"]).toBe(project);
 		}
-		// The engine's own record of the start: when each container started and each check passed.
-		const events = (
-			await stack.docker(
-				"events",
-				"--since",
-				String(upSince),
-				"--until",
-				String(Math.ceil(Date.now() / 1000)),
-				"--format",
-				"{{json .}}",
-			)
-		)
-			.trim()
-			.split("\n")
-			.map(
-				line => JSON.parse(line) as { Action: string; timeNano: number; Actor: { ID: string; Attributes: Record<string, string> } },
-			)
+		// The engine's own record of the start, watched from before `up -d`: when each container started and each check passed.
+		const events = stack
+			.events()
 			.filter(event => event.Actor.Attributes["com.docker.compose.project"] === project)
-			// The containers of this run: a stack left over by a killed run restarts with the engine, before `up` removes it.
 			.filter(event => running.has(event.Actor.ID));
 		const first = (service: string, action: string) =>
 			Math.min(

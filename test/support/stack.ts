@@ -58,6 +58,12 @@ export function stackCommandEnvironment(envFile: string, machine: NodeJS.Process
 	return env;
 }
 
+export interface DockerEvent {
+	Action: string;
+	timeNano: number;
+	Actor: { ID: string; Attributes: Record<string, string> };
+}
+
 export interface Run {
 	code: number | null;
 	output: string;
@@ -97,14 +103,36 @@ export class Stack {
 		return output;
 	}
 
-	/** stack.sh up: the engine, the stand-in images, the image from the Dockerfile, `up -d`. */
+	/**
+	 * stack.sh up, watched: `prepare` (the engine, the stand-in images, the image from the Dockerfile), then the engine's events
+	 * recorded from before `up -d` to `events()`. Recorded as they come, as the engine replays only its latest few hundred to a
+	 * later `docker events --since`, and the containers' health checks add three every few seconds.
+	 */
 	async up(timeoutMs: number): Promise<string> {
 		this.host = (await this.must("bash", [ENGINE, "host"])).trim();
-		return this.must("bash", [STACK, "up"], timeoutMs);
+		const output = await this.must("bash", [STACK, "prepare"], timeoutMs);
+		this.watcher = spawn("docker", ["events", "--format", "{{json .}}", "--filter", "type=container"], {
+			env: { ...this.env, DOCKER_HOST: this.host },
+			stdio: ["ignore", "pipe", "ignore"],
+		});
+		this.watcher.stdout!.setEncoding("utf8").on("data", (chunk: string) => (this.watched += chunk));
+		return output + (await this.compose("up", "-d"));
+	}
+
+	private watcher?: ChildProcess;
+	private watched = "";
+
+	/** The engine's container events since `up -d`, as `docker events` gives them. */
+	events(): DockerEvent[] {
+		return this.watched
+			.split("\n")
+			.filter(Boolean)
+			.map(line => JSON.parse(line) as DockerEvent);
 	}
 
 	/** stack.sh down: the stack and its volumes removed, the engine stopped by its PID. */
 	down(): Promise<Run> {
+		this.watcher?.kill();
 		return this.run("bash", [STACK, "down"]);
 	}
 
