@@ -1,15 +1,18 @@
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from "node:http";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { generationNews } from "../mixins/cache.mixin";
 import { observeRequests, requestFields } from "../lib/http/access-log";
-import { clientAddressOf } from "../lib/http/client-address";
+import { clientAddressOf, isTrustedProxy } from "../lib/http/client-address";
+import { boundedServer, limitConnectionsPerClient } from "../lib/http/connections";
+import { RefusalLog } from "../lib/http/refusals";
 import { rateLimitSettings } from "../lib/http/rate-limit";
 import { docsActions, docsRoute } from "../lib/http/docs-page";
 import { sentAnswer, wishOf, type ResponseMeta } from "../lib/http/sent-answers";
 import { toFailure } from "../lib/http/failures";
+import { texts } from "../lib/catalogue/errors";
 import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
 import { brokerHealth } from "../middlewares/readiness.middleware";
@@ -36,13 +39,25 @@ async function health(service: Service, ctx: Context<unknown, ResponseMeta>, pat
 	return body;
 }
 
+/** The answers logged as refusals, not failures. */
+const REFUSED = new Set([401, 403, 429, 503]);
+
+/** The methods of moleculer-web's that the gateway calls or replaces. */
+interface MoleculerWebMethods {
+	httpHandler: RequestListener;
+	sendError(req: IncomingMessage, res: ServerResponse, err: Error): void;
+}
+
+/** A request whose sender was refused, with the reason the client is not told (lib/sign-in/sign-in.ts). */
+type NotedRequest = IncomingMessage & { $refusedBecause?: string; $alias?: { action?: string } };
+
 /** How long a request may take to arrive, headers and body; then 408 (lib/http/http-guards.ts). */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
 /** What the gateway is built from: lib/config/config.ts, or a test's own values (and its identity provider's timing). */
 export type GatewayOptions = Pick<
 	CatalogueConfig,
-	"port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "trustProxy" | "apiToken" | "signIn" | "production"
+	"port" | "bodyLimit" | "corsOrigins" | "rateLimit" | "connections" | "trustProxy" | "apiToken" | "signIn" | "production"
 > & { providerTiming?: ProviderTiming };
 
 /** What the gateway says at start, in production, when no API_TOKEN closes the writes. */
@@ -70,9 +85,6 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		mixins: [ApiGateway, generationNews(DATA_SERVICE_NAMES), changeStream()],
 		settings: {
 			port: options.port,
-			// The whole request must arrive within this (Node's default is 5 minutes): a client
-			// trickling bytes holds a connection for no longer.
-			requestTimeout: REQUEST_ARRIVAL_MS,
 			// Each request is logged once when it ends, with its id (lib/http/access-log.ts); moleculer-web's
 			// own lines about it are for debugging.
 			logRequest: "debug",
@@ -130,11 +142,19 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				docsRoute(docsAliases, rateLimitPolicy("docs")),
 			],
 			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/http/failures.ts.
-			onError(this: Service, req: IncomingMessage, res: ServerResponse, err: Error) {
+			onError(this: Service & { refusals: RefusalLog }, req: IncomingMessage, res: ServerResponse, err: Error) {
 				const { status, body, headers } = toFailure(err);
 				// A failed read has no tag: the one onBeforeCall set named the answer it did not get.
 				res.removeHeader("ETag");
-				if (status >= 500) this.logger.error(requestFields(req), "Request failed:", err);
+				// A refusal is one warning per kind a while (lib/http/refusals.ts); any other failure of the gateway's is a fault.
+				if (REFUSED.has(status)) {
+					const { $refusedBecause, $alias } = req as NotedRequest;
+					const internal = (err as { data?: { reason?: unknown } }).data?.reason;
+					const why =
+						$refusedBecause ?? (typeof internal === "string" ? internal : err.message === body.msg ? undefined : err.message);
+					const reason = [why, $alias?.action && `calling ${$alias.action}`].filter(Boolean).join(", ");
+					this.refusals.note(`${status} ${body.msg}`, reason || undefined, requestFields(req));
+				} else if (status >= 500) this.logger.error(requestFields(req), "Request failed:", err);
 				if (status === 429) res.setHeader("Retry-After", retryAfter(req));
 				for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
 				res.setHeader("Content-Type", "application/json; charset=utf-8");
@@ -174,6 +194,18 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			...docsActions(document),
 		},
 		methods: {
+			// moleculer-web's, without its own log line and stack for each failure: onError logs them.
+			errorHandler(req: IncomingMessage, res: ServerResponse, err: Error) {
+				(this as unknown as MoleculerWebMethods).sendError(req, res, err);
+			},
+
+			// moleculer-web's server, made with Node's bounds on connections (lib/http/connections.ts): the whole request must
+			// arrive within REQUEST_ARRIVAL_MS (Node's default is 5 minutes), its headers far sooner.
+			createServer() {
+				this.server = boundedServer(options.connections, REQUEST_ARRIVAL_MS, (this as unknown as MoleculerWebMethods).httpHandler);
+				this.isHTTPS = false;
+			},
+
 			// The request's sender (ctx.meta.user, which every service called sees) when the request needs
 			// one; throws 401 for a token that is not accepted, 503 when the identity provider cannot check it.
 			async authenticate(
@@ -183,7 +215,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				_res: unknown,
 				alias: { method: string; action?: unknown },
 			) {
-				const note = (reason: string) => this.logger.debug(requestFields(req), "Bearer token refused:", reason);
+				// Told in the refusal's log line (onError).
+				const note = (reason: string) => ((req as NotedRequest).$refusedBecause = reason);
 				return gate.signedIn(req.headers.authorization, needOf(alias, options), note);
 			},
 
@@ -207,6 +240,14 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				securityHeaders(req, res, () => undefined);
 			});
 			server.on("clientError", answerClientError);
+			const refusals = (this.refusals = new RefusalLog(this.logger));
+			limitConnectionsPerClient(server, options.connections.perClient, isTrustedProxy(options.trustProxy), address =>
+				refusals.note(
+					`429 ${texts.tooManyConnections}`,
+					`${address} holds ${options.connections.perClient} connections (MAX_CONNECTIONS_PER_CLIENT)`,
+					{},
+				),
+			);
 			observeRequests(server, this.logger, this.broker.metrics);
 		},
 		started() {

@@ -38,6 +38,7 @@ export const texts = {
 	malformedRequest: "The request is not valid HTTP",
 	requestTooSlow: "The request took too long to arrive",
 	tooManyRequests: "Too many requests from this address; try again later",
+	tooManyConnections: "Too many connections are open from this address; close one before opening another",
 	tokenRequired: "Changing the catalogue needs the API token: send Authorization: Bearer <token>",
 	signInRequired: "Sign in first: send the identity provider's access token as Authorization: Bearer <token>",
 	tokenNotAccepted: "The access token was not accepted: sign in again and send the new token as Authorization: Bearer <token>",

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import proxyaddr from "proxy-addr";
 import { SERVICE_NAMES, type ServiceName } from "../catalogue/services";
@@ -34,6 +35,8 @@ export interface CatalogueConfig {
 	corsOrigins: string[];
 	/** Requests a client address may send per window (`RATE_LIMIT`, `RATE_LIMIT_WINDOW` seconds, default 60); off when unset or 0. */
 	rateLimit: RateLimit | null;
+	/** What the gateway holds open at once, and how long a connection may wait (lib/http/connections.ts). */
+	connections: ConnectionBounds;
 	/** The proxies whose `X-Forwarded-For` names the client (`TRUST_PROXY`); none when unset: a client is its connection's address. */
 	trustProxy: TrustProxy | null;
 	/** Redis URL (`REDIS_URL`) of the read cache every node shares; none caches in memory in one process, and not at all in a cluster. */
@@ -80,6 +83,17 @@ export type Tracing = { exporter: "zipkin"; url: string } | { exporter: "console
 export interface RateLimit {
 	limit: number;
 	windowMs: number;
+}
+
+export interface ConnectionBounds {
+	/** Connections at once (`MAX_CONNECTIONS`; default the open-file limit less 256 for the broker, the store and the probes, at most 10,000). */
+	total: number;
+	/** Connections at once from one client address (`MAX_CONNECTIONS_PER_CLIENT`, default 256); a trusted proxy's are not counted. */
+	perClient: number;
+	/** How long a request's headers may take to arrive (`HEADERS_TIMEOUT`, seconds, default 5). */
+	headersTimeoutMs: number;
+	/** How long a kept-alive connection may wait idle for its next request (`KEEP_ALIVE_TIMEOUT`, seconds, default 5). */
+	keepAliveTimeoutMs: number;
 }
 
 /** As Express's "trust proxy": the proxies nearest the gateway, as a number of hops or as their addresses and subnets. */
@@ -158,6 +172,30 @@ function trustProxy(value: string | undefined): TrustProxy | null {
 		);
 	}
 	return { proxies: items };
+}
+
+/** What the process may hold open, by its soft open-file limit (Linux); null where it cannot be read. */
+function openFileLimit(): number | null {
+	try {
+		const limit = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))?.[1];
+		return limit === undefined ? null : Number(limit);
+	} catch {
+		return null;
+	}
+}
+
+/** Room the gateway leaves below the open-file limit: NATS, Redis, the database, the metrics and health ports, logs. */
+const FILES_KEPT = 256;
+
+function connections(env: NodeJS.ProcessEnv): ConnectionBounds {
+	const files = openFileLimit();
+	const fallback = files === null ? 1000 : Math.max(64, Math.min(10_000, files - FILES_KEPT));
+	return {
+		total: wholeNumber("MAX_CONNECTIONS", env.MAX_CONNECTIONS || String(fallback), 1, 1_000_000),
+		perClient: wholeNumber("MAX_CONNECTIONS_PER_CLIENT", env.MAX_CONNECTIONS_PER_CLIENT || "256", 1, 1_000_000),
+		headersTimeoutMs: wholeNumber("HEADERS_TIMEOUT", env.HEADERS_TIMEOUT || "5", 1, 300) * 1000,
+		keepAliveTimeoutMs: wholeNumber("KEEP_ALIVE_TIMEOUT", env.KEEP_ALIVE_TIMEOUT || "5", 1, 300) * 1000,
+	};
 }
 
 function redisUrl(value: string | undefined): string | null {
@@ -247,6 +285,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		healthPort: env.HEALTH_PORT ? wholeNumber("HEALTH_PORT", env.HEALTH_PORT, 1, 65535) : null,
 		corsOrigins: corsOrigins(env.CORS_ORIGINS),
 		rateLimit: rateLimit(env.RATE_LIMIT, env.RATE_LIMIT_WINDOW),
+		connections: connections(env),
 		trustProxy: trustProxy(env.TRUST_PROXY),
 		redisUrl: redisUrl(env.REDIS_URL),
 		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,

@@ -20,6 +20,8 @@ export interface AccessEntry {
 	durationMs: number;
 	/** Who sent it (lib/sign-in/sign-in.ts), when the request needed a sender. */
 	user?: string;
+	/** How the sender was known: `api-token` (API_TOKEN) or `identity-provider` (a signed token, whose `sub` may be any text). */
+	via?: string;
 	/** The client went away before the whole answer was sent. */
 	aborted?: true;
 }
@@ -31,12 +33,13 @@ export const requestFields = (req: IncomingMessage) => ({ requestId: req.headers
 type RoutedRequest = IncomingMessage & {
 	originalUrl?: string;
 	$alias?: { fullPath?: string };
-	$ctx?: { meta?: { user?: { sub?: unknown } | null } };
+	$ctx?: { meta?: { user?: { sub?: unknown; via?: unknown } | null } };
 };
 
 export function accessEntry(req: IncomingMessage, res: ServerResponse, durationMs: number): AccessEntry {
 	const { originalUrl, $alias, $ctx } = req as RoutedRequest;
 	const user = $ctx?.meta?.user?.sub;
+	const via = $ctx?.meta?.user?.via;
 	return {
 		...requestFields(req),
 		method: req.method,
@@ -45,6 +48,7 @@ export function accessEntry(req: IncomingMessage, res: ServerResponse, durationM
 		status: res.statusCode,
 		durationMs: Math.round(durationMs * 1000) / 1000,
 		...(typeof user === "string" && { user }),
+		...(typeof via === "string" && { via }),
 		...(res.writableFinished ? {} : { aborted: true as const }),
 	};
 }

@@ -11,6 +11,16 @@ export type ClientAddress = (req: IncomingMessage) => string;
  */
 export function clientAddressOf(trust: TrustProxy | null): ClientAddress {
 	if (trust === null) return req => req.socket.remoteAddress ?? "";
-	const trusted = "hops" in trust ? (_address: string, hop: number) => hop < trust.hops : proxyaddr.compile(trust.proxies);
+	const trusted = trustOf(trust);
 	return req => proxyaddr(req, trusted) ?? "";
 }
+
+/** Whether a connection's own address is a proxy TRUST_PROXY declares: one that carries other clients' requests. */
+export function isTrustedProxy(trust: TrustProxy | null): (address: string) => boolean {
+	if (trust === null) return () => false;
+	const trusted = trustOf(trust);
+	return address => trusted(address, 0);
+}
+
+const trustOf = (trust: TrustProxy) =>
+	"hops" in trust ? (_address: string, hop: number) => hop < trust.hops : proxyaddr.compile(trust.proxies);

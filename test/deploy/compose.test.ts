@@ -202,7 +202,7 @@ describe("docker-compose.yml", () => {
 		expect(repl).toMatchObject({ stdin_open: true, tty: true, restart: "no" });
 	});
 
-	test("the gateway takes API_TOKEN, AUTH_*, CORS_ORIGINS, the rate limit and TRUST_PROXY from the environment, off by default", () => {
+	test("the gateway takes API_TOKEN, AUTH_*, CORS_ORIGINS, the rate limit, TRUST_PROXY and the connections per client from the environment, off or wide by default", () => {
 		const signIn = ["AUTH_ISSUER", "AUTH_JWKS_URL", "AUTH_AUDIENCE", "AUTH_ROLES_CLAIM", "AUTH_WRITE_ROLE", "AUTH_READS"];
 		expect(environment(compose.services.api)).toMatchObject({
 			API_TOKEN: "${API_TOKEN:-}",
@@ -211,6 +211,7 @@ describe("docker-compose.yml", () => {
 			RATE_LIMIT: "${RATE_LIMIT:-0}",
 			RATE_LIMIT_WINDOW: "${RATE_LIMIT_WINDOW:-60}",
 			TRUST_PROXY: "${TRUST_PROXY:-}",
+			MAX_CONNECTIONS_PER_CLIENT: "${MAX_CONNECTIONS_PER_CLIENT:-1000}",
 		});
 		expect(readConfig({ TRUST_PROXY: interpolated(compose.services.api).TRUST_PROXY }).trustProxy).toBeNull();
 		// Empty, as compose passes them unset: sign-in is off, and no stray AUTH_* is refused.

@@ -1,4 +1,5 @@
 import { ServiceBroker } from "moleculer";
+import { texts } from "../../lib/catalogue/errors";
 import { config } from "../../lib/config/config";
 import { loggerOptions } from "../../lib/observability/observability";
 import { writeAudit } from "../../middlewares/write-audit.middleware";
@@ -80,7 +81,7 @@ test("a write names its sender: in the gateway's line, and in the line of the se
 				id: "c1",
 				msg: "categories.create by api-token",
 			}),
-			expect.objectContaining({ mod: "api", method: "PUT", status: 200, user: "api-token" }),
+			expect.objectContaining({ mod: "api", method: "PUT", status: 200, user: "api-token", via: "api-token" }),
 		]),
 	);
 	// A read needs no sender: its line names none.
@@ -96,4 +97,26 @@ test("a request answered 500 is logged as an error with its id, then as a reques
 	const [failure, request] = linesOf("failing-1");
 	expect(failure).toMatchObject({ level: "error", msg: expect.stringMatching(/^Request failed: .*disk on fire/s) });
 	expect(request).toMatchObject({ level: "info", status: 500, path: "/category/:id" });
+});
+
+test("refusals are one warning per kind a while, without a stack: 30 writes without the token, 30 reads of a service not running", async () => {
+	const api = gatewayApi(broker);
+	const ids = (prefix: string) => Array.from({ length: 30 }, (_, index) => `${prefix}-${index}`);
+	const send = (method: string, path: string, id: string) =>
+		api.send(method, path, method === "PUT" ? { name: "Eurogames" } : undefined, undefined, { "X-Request-ID": id });
+	const statuses = [
+		...(await Promise.all(ids("no-token").map(id => send("PUT", "/category", id)))),
+		// No authors service runs here: 503.
+		...(await Promise.all(ids("no-service").map(id => send("GET", "/author", id)))),
+	].map(answer => answer.status);
+	expect(new Set(statuses)).toEqual(new Set([401, 503]));
+	await waitForLine("no-service-29");
+	const lines = [...ids("no-token"), ...ids("no-service")].flatMap(linesOf).filter(line => line.level !== "info");
+	expect(lines).toEqual([
+		expect.objectContaining({ level: "warn", msg: `Refused: 401 ${texts.tokenRequired}: calling categories.create` }),
+		expect.objectContaining({ level: "warn", msg: `Refused: 503 ${texts.unavailable}: Service unavailable, calling authors.list` }),
+	]);
+	for (const line of lines) expect(line.msg).not.toMatch(/\n\s+at /);
+	// moleculer-web's own "Request error!" line with its stack is not written either.
+	expect(printed.filter(line => line.includes("Request error"))).toEqual([]);
 });

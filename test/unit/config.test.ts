@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, readConfig } from "../../lib/config/config";
 
@@ -19,6 +20,8 @@ describe("readConfig", () => {
 			healthPort: null,
 			corsOrigins: [],
 			rateLimit: null,
+			// The total is the open-file limit less 256, at most 10,000: below.
+			connections: { total: expect.any(Number), perClient: 256, headersTimeoutMs: 5000, keepAliveTimeoutMs: 5000 },
 			trustProxy: null,
 			redisUrl: null,
 			cacheMaxBytes: 64 * 1024 * 1024,
@@ -50,6 +53,10 @@ describe("readConfig", () => {
 			RATE_LIMIT: "100",
 			RATE_LIMIT_WINDOW: "10",
 			TRUST_PROXY: "10.0.0.0/8, loopback",
+			MAX_CONNECTIONS: "500",
+			MAX_CONNECTIONS_PER_CLIENT: "8",
+			HEADERS_TIMEOUT: "3",
+			KEEP_ALIVE_TIMEOUT: "2",
 			REDIS_URL: "redis://cache:6379/2",
 			CACHE_MAX_MB: "16",
 			API_TOKEN: "0123456789abcdef-token",
@@ -76,6 +83,7 @@ describe("readConfig", () => {
 			healthPort: 3001,
 			corsOrigins: ["https://app.example.com", "http://localhost:5173"],
 			rateLimit: { limit: 100, windowMs: 10_000 },
+			connections: { total: 500, perClient: 8, headersTimeoutMs: 3000, keepAliveTimeoutMs: 2000 },
 			trustProxy: { proxies: ["10.0.0.0/8", "loopback"] },
 			redisUrl: "redis://cache:6379/2",
 			cacheMaxBytes: 16 * 1024 * 1024,
@@ -87,6 +95,15 @@ describe("readConfig", () => {
 			tracing: { exporter: "zipkin", url: "http://zipkin:9411" },
 			changeFeed: false,
 		});
+	});
+
+	test("MAX_CONNECTIONS defaults to the open-file limit less 256 (room for NATS, Redis, the store, the probes), at most 10,000", () => {
+		const limit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
+		expect(readConfig({}).connections.total).toBe(Math.max(64, Math.min(10_000, limit - 256)));
+		expect(() => readConfig({ MAX_CONNECTIONS_PER_CLIENT: "0" })).toThrow(
+			'MAX_CONNECTIONS_PER_CLIENT must be a whole number from 1 to 1000000; got "0"',
+		);
+		expect(() => readConfig({ HEADERS_TIMEOUT: "never" })).toThrow('HEADERS_TIMEOUT must be a whole number from 1 to 300; got "never"');
 	});
 
 	test("RATE_LIMIT 0 is off, and CORS_ORIGINS may be *", () => {
