@@ -48,7 +48,9 @@ async function readiness(broker: ServiceBroker): Promise<Readiness> {
 			),
 		),
 	);
-	const waitingFor = answers.filter(name => name !== null);
+	// What a service of this node says it waits for itself (the gateway: its sign-in's keys).
+	const own = broker.services.flatMap(service => (service as Partial<{ notReadyFor(): string[] }>).notReadyFor?.() ?? []);
+	const waitingFor = [...answers.filter(name => name !== null), ...own];
 	return { ready: waitingFor.length === 0, waitingFor };
 }
 

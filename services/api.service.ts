@@ -17,7 +17,8 @@ import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
 import { brokerHealth } from "../middlewares/readiness.middleware";
 import { signInGate, type SignedIn } from "../lib/sign-in/sign-in";
-import type { ProviderTiming } from "../lib/sign-in/provider-keys";
+import { PROVIDER_TIMING, type ProviderTiming } from "../lib/sign-in/provider-keys";
+import { checkSignInAtStart, type SignInCheck } from "../lib/sign-in/start-check";
 import {
 	answerClientError,
 	assignRequestId,
@@ -194,6 +195,11 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			...docsActions(document),
 		},
 		methods: {
+			// What this gateway itself waits for before it is ready (middlewares/readiness.middleware.ts): the provider's keys.
+			notReadyFor(): string[] {
+				return signIn && !(this.signInCheck as SignInCheck | undefined)?.fetched() ? ["sign-in"] : [];
+			},
+
 			// moleculer-web's, without its own log line and stack for each failure: onError logs them.
 			errorHandler(req: IncomingMessage, res: ServerResponse, err: Error) {
 				(this as unknown as MoleculerWebMethods).sendError(req, res, err);
@@ -252,6 +258,16 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		},
 		started() {
 			if (options.production && !checksSenders) this.logger.warn(OPEN_WRITES_WARNING);
+			if (signIn)
+				this.signInCheck = checkSignInAtStart(
+					() => gate.check(),
+					signIn,
+					this.logger,
+					(options.providerTiming ?? PROVIDER_TIMING).refetchMs,
+				);
+		},
+		stopped() {
+			(this.signInCheck as SignInCheck | undefined)?.stop();
 		},
 	};
 }

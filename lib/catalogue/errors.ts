@@ -44,6 +44,8 @@ export const texts = {
 	tokenNotAccepted: "The access token was not accepted: sign in again and send the new token as Authorization: Bearer <token>",
 	writeRoleRequired: "Changing the catalogue needs the role '{role}', which this sign-in does not have",
 	providerUnreachable: "The identity provider cannot be reached to check the sign-in; try again later",
+	signInMisconfigured:
+		"Sign-in is not set up correctly on this gateway: its operator must correct the AUTH_* settings (its log says how)",
 	originNotAllowed: "Requests from this origin are not allowed",
 	notFound: "Not found",
 	unavailable: "The service is temporarily unavailable",
@@ -98,6 +100,10 @@ export const tokenRefused = (text: ErrorText, sent: boolean) =>
 export const NO_WRITE_ROLE = "NO_WRITE_ROLE";
 export const writeRoleRequired = (role: string) =>
 	new Errors.MoleculerClientError(texts.writeRoleRequired.replace("{role}", role), 403, NO_WRITE_ROLE);
+export const SIGN_IN_MISCONFIGURED = "SIGN_IN_MISCONFIGURED";
+/** The provider answers, but not as AUTH_* says it should: asking again will not help until the configuration changes. */
+export const signInMisconfigured = (reason: string) =>
+	new Errors.MoleculerError(texts.signInMisconfigured, 503, SIGN_IN_MISCONFIGURED, { reason });
 /** No token can be checked until the identity provider answers again, at `retryAt`: 503 with Retry-After; `reason` is for the log. */
 export const PROVIDER_UNREACHABLE = "IDENTITY_PROVIDER_UNREACHABLE";
 export const providerUnreachable = (retryAt: number, reason: string) =>

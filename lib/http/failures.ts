@@ -1,4 +1,4 @@
-import { isUnreachable, NO_WRITE_ROLE, PROVIDER_UNREACHABLE, STREAMS_FULL, texts } from "../catalogue/errors";
+import { isUnreachable, NO_WRITE_ROLE, PROVIDER_UNREACHABLE, SIGN_IN_MISCONFIGURED, STREAMS_FULL, texts } from "../catalogue/errors";
 
 interface FieldError {
 	field: string;
@@ -75,6 +75,8 @@ export function toFailure(error: unknown): Failure {
 				body: { msg: texts.providerUnreachable },
 				headers: { "Retry-After": secondsUntil((err.data as { retryAt?: unknown } | undefined)?.retryAt) },
 			};
+		case err.type === SIGN_IN_MISCONFIGURED:
+			return { status: 503, body: { msg: texts.signInMisconfigured } };
 		case err.type === STREAMS_FULL:
 			return { status: 503, body: { msg: texts.streamsFull }, headers: { "Retry-After": "5" } };
 		case err.name === "NotFoundError":

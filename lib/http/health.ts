@@ -13,7 +13,8 @@ export interface Readiness {
 	/**
 	 * `node` (not started, stopping, or NATS lost), the services whose `ready` did not answer, and
 	 * `<service> storage` for a service whose store answers reads but refuses writes (a full disk), `<service> changes` for one
-	 * whose change feed has stopped being published to JetStream.
+	 * whose change feed has stopped being published to JetStream; `sign-in` on a gateway that has not fetched its identity provider's
+	 * keys yet.
 	 */
 	waitingFor: string[];
 }

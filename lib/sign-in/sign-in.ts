@@ -1,9 +1,9 @@
 import { jwtVerify } from "jose";
-import { providerUnreachable, texts, tokenRefused, writeRoleRequired } from "../catalogue/errors";
+import { providerUnreachable, signInMisconfigured, texts, tokenRefused, writeRoleRequired } from "../catalogue/errors";
 import type { CatalogueConfig } from "../config/config";
 import { bearerOf, carriesToken } from "../http/http-guards";
 import { rolesOf } from "./claims";
-import { PROVIDER_TIMING, providerKeys, ProviderUnreachable, type ProviderTiming } from "./provider-keys";
+import { PROVIDER_TIMING, providerKeys, ProviderUnreachable, SignInMisconfigured, type ProviderTiming } from "./provider-keys";
 
 /** Who sent a request, as `ctx.meta.user` carries it to every service it reaches. */
 export interface SignedIn {
@@ -55,12 +55,16 @@ export function signInGate({ apiToken, signIn }: Pick<CatalogueConfig, "apiToken
 			};
 		} catch (err) {
 			if (err instanceof ProviderUnreachable) throw providerUnreachable(err.retryAt, err.message);
+			if (err instanceof SignInMisconfigured) throw signInMisconfigured(err.message);
 			note((err as { code?: string }).code ?? (err as Error).message);
 			throw tokenRefused(texts.tokenNotAccepted, true);
 		}
 	}
 
 	return {
+		/** Fetches the provider's keys once, at start (none to fetch without sign-in); throws why it could not. */
+		check: (): Promise<void> => providerKeySet?.check() ?? Promise.resolve(),
+
 		/** Who sent the request, when it needs anyone: null without a bearer token; throws 401 for a bad one, 503 when it cannot be checked. */
 		async signedIn(authorization: string | undefined, need: Need, note: RefusalNote = () => undefined): Promise<SignedIn | null> {
 			if (need === "nothing" || authorization === undefined) return null;

@@ -14,7 +14,7 @@ const READER = { realm_access: { roles: ["offline_access"] } };
 const API_TOKEN = "service-token-0123456789abcdef";
 const ORIGIN = "https://app.example.com";
 /** Short enough for a test to wait out: the provider is asked again at most once a second. */
-const TIMING: ProviderTiming = { refetchMs: 1000, maxAgeMs: 60_000, timeoutMs: 2000 };
+const TIMING: ProviderTiming = { refetchMs: 1000, kidCooldownMs: 1000, refreshMs: 60_000, maxAgeMs: 60_000, timeoutMs: 2000 };
 
 const texts = {
 	signInRequired: "Sign in first: send the identity provider's access token as Authorization: Bearer <token>",
@@ -226,7 +226,7 @@ describe("sign-in: key rotation", () => {
 		expect((await write(token)).status).toBe(200);
 	});
 
-	test("a flood of unknown kids asks the provider for its keys at most once per refetch interval", async () => {
+	test("a flood of unknown kids asks the provider for its keys at most once per kidCooldownMs", async () => {
 		const before = provider().requests.jwks;
 		const started = Date.now();
 		for (let round = 0; round < 5; round++) {
@@ -237,9 +237,46 @@ describe("sign-in: key rotation", () => {
 			expect(new Set(answers.map(answer => answer.status))).toEqual(new Set([401]));
 			await new Promise(resolve => setTimeout(resolve, 300));
 		}
-		const intervals = Math.floor((Date.now() - started) / TIMING.refetchMs) + 1;
+		const intervals = Math.floor((Date.now() - started) / TIMING.kidCooldownMs) + 1;
 		expect(provider().requests.jwks - before).toBeGreaterThanOrEqual(1);
 		expect(provider().requests.jwks - before).toBeLessThanOrEqual(intervals);
+	});
+});
+
+describe("sign-in: invented key ids", () => {
+	/** Longer than the 2 s between the key's publication and its first token: without the wait, that token would be refused. */
+	const COOLDOWN_MS = 3000;
+	const { api, provider } = signInWith(
+		async () => [await signingKey("RS256")],
+		idp => ({ settings: { signIn: signInOf(idp), providerTiming: { ...TIMING, kidCooldownMs: COOLDOWN_MS }, apiToken: null } }),
+	);
+	const write = (token: string) => api().send("PUT", "/category", { name: "Rotated" }, undefined, bearer(token));
+
+	test("amid a flood of them, a token signed with a key published 2 s earlier is accepted, once the provider may be asked again", async () => {
+		const rotated = await signingKey("ES256");
+		const genuine = await provider().token({ key: rotated, claims: EDITOR });
+		let inventing = true;
+		const refused = new Set<number>();
+		const flood = (async () => {
+			for (let round = 0; inventing; round++) {
+				const tokens = await Promise.all(
+					Array.from({ length: 10 }, (_, i) => provider().token({ kid: `invented-${round}-${i}`, claims: EDITOR })),
+				);
+				for (const answer of await Promise.all(tokens.map(write))) refused.add(answer.status);
+			}
+		})();
+		await new Promise(resolve => setTimeout(resolve, 500));
+		provider().published = [rotated, ...provider().published];
+		await new Promise(resolve => setTimeout(resolve, 2000));
+		const sent = Date.now();
+		const answer = await write(genuine);
+		const waited = Date.now() - sent;
+		inventing = false;
+		await flood;
+		expect(refused).toEqual(new Set([401]));
+		expect(answer.status).toBe(200);
+		// It waited for the provider to be asked again, no longer.
+		expect(waited).toBeLessThan(COOLDOWN_MS);
 	});
 });
 

@@ -41,6 +41,8 @@ export interface TokenOptions {
 export class IdentityProvider {
 	published: SigningKey[] = [];
 	reachable = true;
+	/** Fields its openid-configuration gives instead of its own (an undefined one is left out), for a provider set up otherwise. */
+	configured: { issuer?: unknown; jwks_uri?: unknown } = {};
 	/** Requests answered, per document, and every request received (answered or dropped). */
 	requests = { configuration: 0, jwks: 0, received: 0 };
 
@@ -66,7 +68,7 @@ export class IdentityProvider {
 		const json = (body: unknown) => res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body));
 		if (url === "/realms/games/.well-known/openid-configuration") {
 			this.requests.configuration++;
-			return json({ issuer: this.issuer, jwks_uri: `${this.issuer}/protocol/openid-connect/certs` });
+			return json({ issuer: this.issuer, jwks_uri: `${this.issuer}/protocol/openid-connect/certs`, ...this.configured });
 		}
 		if (url === "/realms/games/protocol/openid-connect/certs") {
 			this.requests.jwks++;

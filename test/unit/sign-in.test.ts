@@ -3,7 +3,7 @@ import { texts } from "../../lib/catalogue/errors";
 import { ConfigError, readConfig, type SignIn } from "../../lib/config/config";
 import { toFailure } from "../../lib/http/failures";
 import { claimAt, rolesOf } from "../../lib/sign-in/claims";
-import { providerKeys, ProviderUnreachable } from "../../lib/sign-in/provider-keys";
+import { providerKeys, ProviderUnreachable, SignInMisconfigured, type ProviderTiming } from "../../lib/sign-in/provider-keys";
 import { ALGORITHMS, signInGate } from "../../lib/sign-in/sign-in";
 import { IdentityProvider, signingKey } from "../support/identity-provider";
 
@@ -144,12 +144,14 @@ describe("the provider's keys (lib/sign-in/provider-keys.ts)", () => {
 		writeRole: "e",
 		reads: "public",
 	});
+	// One failure keeps the provider from being asked for a minute; an unknown key id waits 100 ms for the next fetch.
+	const TIMING: ProviderTiming = { refetchMs: 60_000, kidCooldownMs: 100, refreshMs: 600_000, maxAgeMs: 60_000, timeoutMs: 2000 };
 	const verify = (keys: ReturnType<typeof providerKeys>, token: string) =>
 		jwtVerify(token, keys, { issuer: provider.issuer, audience: provider.audience });
 
 	test("found through the issuer's openid-configuration, then fetched once for many tokens", async () => {
 		const before = { ...provider.requests };
-		const keys = providerKeys(signIn(), { refetchMs: 60_000, maxAgeMs: 60_000, timeoutMs: 2000 });
+		const keys = providerKeys(signIn(), TIMING);
 		const tokens = await Promise.all(Array.from({ length: 20 }, (_, i) => provider.token({ subject: `u${i}` })));
 		await Promise.all(tokens.map(token => verify(keys, token)));
 		expect(provider.requests.configuration - before.configuration).toBe(1);
@@ -163,18 +165,18 @@ describe("the provider's keys (lib/sign-in/provider-keys.ts)", () => {
 		expect(provider.requests.configuration).toBe(before.configuration);
 	});
 
-	test("a configuration that names another issuer is not used", async () => {
+	test("a configuration that names another issuer is not used: the mistake is ours, not the provider's", async () => {
 		const keys = providerKeys({ ...signIn(), issuer: `${provider.issuer}/` });
 		await expect(
 			keys({ alg: "RS256", kid: provider.published[0].kid }, { payload: "", signature: "", protected: "" }),
-		).rejects.toBeInstanceOf(ProviderUnreachable);
+		).rejects.toBeInstanceOf(SignInMisconfigured);
 	});
 
 	test("while the provider is down it is asked at most once per refetch interval, however many tokens come", async () => {
 		provider.reachable = false;
 		try {
 			const before = provider.requests.received;
-			const keys = providerKeys(signIn(), { refetchMs: 60_000, maxAgeMs: 60_000, timeoutMs: 2000 });
+			const keys = providerKeys(signIn(), TIMING);
 			const token = await provider.token();
 			for (let i = 0; i < 25; i++) await expect(verify(keys, token)).rejects.toBeInstanceOf(ProviderUnreachable);
 			expect(provider.requests.received - before).toBe(1);
@@ -184,8 +186,16 @@ describe("the provider's keys (lib/sign-in/provider-keys.ts)", () => {
 	});
 
 	test("an unknown kid while the provider is up is the token's fault, not the provider's", async () => {
-		const keys = providerKeys(signIn(), { refetchMs: 60_000, maxAgeMs: 60_000, timeoutMs: 2000 });
+		const keys = providerKeys(signIn(), TIMING);
 		await verify(keys, await provider.token());
 		await expect(verify(keys, await provider.token({ kid: "made-up" }))).rejects.toBeInstanceOf(errors.JWKSNoMatchingKey);
+	});
+
+	test("the keys are fetched again every refreshMs without a token asking: a key published before it signs is known at once", async () => {
+		const keys = providerKeys(signIn(), { ...TIMING, refreshMs: 300 });
+		await verify(keys, await provider.token());
+		const before = provider.requests.jwks;
+		await new Promise(resolve => setTimeout(resolve, 1000));
+		expect(provider.requests.jwks - before).toBeGreaterThanOrEqual(2);
 	});
 });
