@@ -86,14 +86,7 @@ describe("the docs page in Chromium", () => {
 		const signedIn = await startCatalogue({
 			topology: "one-broker",
 			settings: {
-				signIn: {
-					issuer: provider.issuer,
-					jwksUrl: null,
-					audience: provider.audience,
-					rolesClaim: "roles",
-					writeRole: "catalogue-editor",
-					reads: "public",
-				},
+				signIn: provider.signIn(),
 			},
 			middlewares: [
 				{

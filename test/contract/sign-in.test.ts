@@ -39,15 +39,8 @@ function senders(): { seen: { action: string; user: unknown; node: string }[]; m
 	return { seen, middleware };
 }
 
-const signInOf = (provider: IdentityProvider, more: Partial<SignIn> = {}): SignIn => ({
-	issuer: provider.issuer,
-	jwksUrl: null,
-	audience: provider.audience,
-	rolesClaim: "realm_access.roles",
-	writeRole: "catalogue-editor",
-	reads: "public",
-	...more,
-});
+const signInOf = (provider: IdentityProvider, more: Partial<SignIn> = {}): SignIn =>
+	provider.signIn({ rolesClaim: "realm_access.roles", ...more });
 
 /** A provider with `keys` and a catalogue signing in with it, for one describe block. */
 function signInWith(keys: () => Promise<SigningKey[]>, options: (started: IdentityProvider) => CatalogueOptions) {

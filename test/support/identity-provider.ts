@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
+import type { SignIn } from "../../lib/config/config";
 
 /** A key the stand-in signs with; its public half is what the JWKS publishes. */
 export interface SigningKey {
@@ -60,6 +61,19 @@ export class IdentityProvider {
 		const provider = (answering.provider = new IdentityProvider(server, issuer, audience));
 		provider.published = keys;
 		return provider;
+	}
+
+	/** The catalogue's sign-in settings for this provider: its issuer and audience, the roles in `roles`, reads public. */
+	signIn(more: Partial<SignIn> = {}): SignIn {
+		return {
+			issuer: this.issuer,
+			jwksUrl: null,
+			audience: this.audience,
+			rolesClaim: "roles",
+			writeRole: "catalogue-editor",
+			reads: "public",
+			...more,
+		};
 	}
 
 	private answer(url: string, res: ServerResponse) {

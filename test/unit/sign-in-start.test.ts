@@ -23,15 +23,7 @@ afterEach(() => {
 	provider.configured = {};
 });
 
-const signInTo = (more: Partial<SignIn> = {}): SignIn => ({
-	issuer: provider.issuer,
-	jwksUrl: null,
-	audience: provider.audience,
-	rolesClaim: "roles",
-	writeRole: "catalogue-editor",
-	reads: "public",
-	...more,
-});
+const signInTo = (more: Partial<SignIn> = {}): SignIn => provider.signIn(more);
 
 /** The check at start of `signIn`, its log lines as `level: text`. */
 function started(signIn: SignIn): { check: SignInCheck; lines: string[] } {
