@@ -268,6 +268,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		},
 		stopped() {
 			(this.signInCheck as SignInCheck | undefined)?.stop();
+			gate.stop();
 		},
 	};
 }

@@ -2,6 +2,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { Socket } from "node:net";
 import type { ConnectionBounds } from "../config/config";
 import { texts } from "../catalogue/errors";
+import { rateLimitClient } from "./rate-limit";
 
 /** How often Node checks the connections' headers and request timeouts (its default, 30 s, would let headers take up to 35 s). */
 const CHECK_EVERY_MS = 1000;
@@ -26,7 +27,7 @@ export function boundedServer(bounds: ConnectionBounds, requestTimeoutMs: number
 }
 
 /**
- * Holds each client address to `perClient` connections at once: one more is answered 429 and closed before any of its request is
+ * Holds each client address (an IPv6 client's /64, as the rate limit counts it) to `perClient` connections at once: one more is answered 429 and closed before any of its request is
  * read. The addresses `exempt` names are not counted: a trusted proxy carries many clients (RATE_LIMIT counts those one by one).
  * `refused` hears of each, for the log.
  */
@@ -41,7 +42,8 @@ export function limitConnectionsPerClient(
 	server.prependListener("connection", (socket: Socket) => {
 		const address = socket.remoteAddress ?? "";
 		if (exempt(address)) return;
-		const count = open.get(address) ?? 0;
+		const client = rateLimitClient(address);
+		const count = open.get(client) ?? 0;
 		if (count >= perClient) {
 			socket.pause();
 			const body = JSON.stringify({ msg: texts.tooManyConnections });
@@ -54,11 +56,11 @@ export function limitConnectionsPerClient(
 			refused(address);
 			return;
 		}
-		open.set(address, count + 1);
+		open.set(client, count + 1);
 		socket.once("close", () => {
-			const left = open.get(address)! - 1;
-			if (left > 0) open.set(address, left);
-			else open.delete(address);
+			const left = open.get(client)! - 1;
+			if (left > 0) open.set(client, left);
+			else open.delete(client);
 		});
 	});
 }

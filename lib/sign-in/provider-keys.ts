@@ -72,7 +72,10 @@ const tokenFault = (err: unknown) => TOKEN_FAULTS.some(kind => err instanceof ki
  * waits for the next fetch. jose forgets failures, so the fetch given to it refuses to ask again within `refetchMs` of one, and the
  * last keys keep verifying while the provider is down, even after `maxAgeMs`.
  */
-export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_TIMING): JWTVerifyGetKey & { check(): Promise<void> } {
+export function providerKeys(
+	signIn: SignIn,
+	timing: ProviderTiming = PROVIDER_TIMING,
+): JWTVerifyGetKey & { check(): Promise<void>; stop(): void } {
 	let failedAt = Number.NEGATIVE_INFINITY;
 	const retryAt = () => failedAt + timing.refetchMs;
 	const unreachable = (why: string) => new ProviderUnreachable(`the identity provider ${signIn.issuer}: ${why}`, retryAt());
@@ -141,9 +144,11 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 			},
 		));
 
-	/** `keys`, fetched again every `refreshMs` from now on (a failure is met again at the next use). */
+	let refreshing: NodeJS.Timeout | undefined;
+	/** `keys`, fetched again every `refreshMs` from now on until `stop()` (a failure is met again at the next use). */
 	function refreshed(keys: RemoteJWKSet): RemoteJWKSet {
-		setInterval(() => void keys.reload().catch(() => undefined), timing.refreshMs).unref();
+		refreshing = setInterval(() => void keys.reload().catch(() => undefined), timing.refreshMs);
+		refreshing.unref();
 		return keys;
 	}
 
@@ -203,5 +208,5 @@ export function providerKeys(signIn: SignIn, timing: ProviderTiming = PROVIDER_T
 		if (!("jwks" in kept)) await keys.reload();
 	}
 
-	return Object.assign(getKey, { check });
+	return Object.assign(getKey, { check, stop: () => clearInterval(refreshing) });
 }

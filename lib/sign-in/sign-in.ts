@@ -65,6 +65,9 @@ export function signInGate({ apiToken, signIn }: Pick<CatalogueConfig, "apiToken
 		/** Fetches the provider's keys once, at start (none to fetch without sign-in); throws why it could not. */
 		check: (): Promise<void> => providerKeySet?.check() ?? Promise.resolve(),
 
+		/** Stops fetching the provider's keys in the background. */
+		stop: (): void => providerKeySet?.stop(),
+
 		/** Who sent the request, when it needs anyone: null without a bearer token; throws 401 for a bad one, 503 when it cannot be checked. */
 		async signedIn(authorization: string | undefined, need: Need, note: RefusalNote = () => undefined): Promise<SignedIn | null> {
 			if (need === "nothing" || authorization === undefined) return null;
