@@ -17,8 +17,7 @@ import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
 import { brokerHealth } from "../middlewares/readiness.middleware";
 import { signInGate, type SignedIn } from "../lib/sign-in/sign-in";
-import { PROVIDER_TIMING, type ProviderTiming } from "../lib/sign-in/provider-keys";
-import { checkSignInAtStart, type SignInCheck } from "../lib/sign-in/start-check";
+import type { ProviderTiming } from "../lib/sign-in/provider-keys";
 import {
 	answerClientError,
 	assignRequestId,
@@ -197,7 +196,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		methods: {
 			// What this gateway itself waits for before it is ready (middlewares/readiness.middleware.ts): the provider's keys.
 			notReadyFor(): string[] {
-				return signIn && !(this.signInCheck as SignInCheck | undefined)?.fetched() ? ["sign-in"] : [];
+				return gate.keysFetched() ? [] : ["sign-in"];
 			},
 
 			// moleculer-web's, without its own log line and stack for each failure: onError logs them.
@@ -258,16 +257,9 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		},
 		started() {
 			if (options.production && !checksSenders) this.logger.warn(OPEN_WRITES_WARNING);
-			if (signIn)
-				this.signInCheck = checkSignInAtStart(
-					() => gate.check(),
-					signIn,
-					this.logger,
-					(options.providerTiming ?? PROVIDER_TIMING).refetchMs,
-				);
+			gate.start(this.logger);
 		},
 		stopped() {
-			(this.signInCheck as SignInCheck | undefined)?.stop();
 			gate.stop();
 		},
 	};

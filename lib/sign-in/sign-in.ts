@@ -1,9 +1,11 @@
 import { jwtVerify } from "jose";
+import type { Logger } from "moleculer";
 import { providerUnreachable, signInMisconfigured, texts, tokenRefused, writeRoleRequired } from "../catalogue/errors";
 import type { CatalogueConfig } from "../config/config";
 import { bearerOf, carriesToken } from "../http/http-guards";
 import { rolesOf } from "./claims";
 import { PROVIDER_TIMING, providerKeys, ProviderUnreachable, SignInMisconfigured, type ProviderTiming } from "./provider-keys";
+import { checkSignInAtStart, type SignInCheck } from "./start-check";
 
 /** Who sent a request, as `ctx.meta.user` carries it to every service it reaches. */
 export interface SignedIn {
@@ -28,7 +30,7 @@ const CLOCK_LEEWAY_S = 30;
 
 const API_TOKEN_USER: SignedIn = { sub: "api-token", via: "api-token", mayWrite: true };
 
-/** Why a token was refused, for the gateway's debug log; the client is told only to sign in again. */
+/** Why a token was refused, for the gateway's refusal line (lib/http/refusals.ts); the client is told only to sign in again. */
 export type RefusalNote = (reason: string) => void;
 
 /**
@@ -61,12 +63,22 @@ export function signInGate({ apiToken, signIn }: Pick<CatalogueConfig, "apiToken
 		}
 	}
 
-	return {
-		/** Fetches the provider's keys once, at start (none to fetch without sign-in); throws why it could not. */
-		check: (): Promise<void> => providerKeySet?.check() ?? Promise.resolve(),
+	let startCheck: SignInCheck | null = null;
 
-		/** Stops fetching the provider's keys in the background. */
-		stop: (): void => providerKeySet?.stop(),
+	return {
+		/** The gateway has started: the provider's configuration and keys are fetched now (lib/sign-in/start-check.ts), not at the first token. */
+		start(logger: Logger): void {
+			if (signIn && providerKeySet) startCheck = checkSignInAtStart(() => providerKeySet.check(), signIn, logger, timing.refetchMs);
+		},
+
+		/** Whether a token can be checked without waiting for the provider: no sign-in, or its keys fetched once. */
+		keysFetched: (): boolean => !signIn || startCheck?.fetched() === true,
+
+		/** The gateway has stopped: no more checks at start, nor fetches of the keys in the background. */
+		stop(): void {
+			startCheck?.stop();
+			providerKeySet?.stop();
+		},
 
 		/** Who sent the request, when it needs anyone: null without a bearer token; throws 401 for a bad one, 503 when it cannot be checked. */
 		async signedIn(authorization: string | undefined, need: Need, note: RefusalNote = () => undefined): Promise<SignedIn | null> {

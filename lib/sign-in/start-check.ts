@@ -19,10 +19,9 @@ export interface SignInCheck {
  */
 export function checkSignInAtStart(check: () => Promise<void>, signIn: SignIn, logger: Logger, firstRetryMs: number): SignInCheck {
 	let fetched = false;
-	let stopped = false;
-	const stop = new AbortController();
+	const stopping = new AbortController();
 	void (async () => {
-		for (let wait = firstRetryMs; !stopped; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
+		for (let wait = firstRetryMs; !stopping.signal.aborted; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
 			try {
 				await check();
 				fetched = true;
@@ -36,14 +35,8 @@ export function checkSignInAtStart(check: () => Promise<void>, signIn: SignIn, l
 						`Sign-in: the identity provider of AUTH_ISSUER=${signIn.issuer} does not answer yet: ${(err as Error).message} (${again})`,
 					);
 			}
-			await sleep(wait, undefined, { signal: stop.signal }).catch(() => undefined);
+			await sleep(wait, undefined, { signal: stopping.signal }).catch(() => undefined);
 		}
 	})();
-	return {
-		fetched: () => fetched,
-		stop() {
-			stopped = true;
-			stop.abort();
-		},
-	};
+	return { fetched: () => fetched, stop: () => stopping.abort() };
 }
