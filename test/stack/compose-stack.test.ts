@@ -75,6 +75,7 @@ describe("the compose stack on this machine's own Docker engine", () => {
 		const events = stack
 			.events()
 			.filter(event => event.Actor.Attributes["com.docker.compose.project"] === project)
+			// The containers of this run: the watch starts in the second `prepare` removed a killed run's leftovers in.
 			.filter(event => running.has(event.Actor.ID));
 		const first = (service: string, action: string) =>
 			Math.min(

@@ -111,7 +111,10 @@ export class Stack {
 	async up(timeoutMs: number): Promise<string> {
 		this.host = (await this.must("bash", [ENGINE, "host"])).trim();
 		const output = await this.must("bash", [STACK, "prepare"], timeoutMs);
-		this.watcher = spawn("docker", ["events", "--format", "{{json .}}", "--filter", "type=container"], {
+		// From this second on: what comes before `docker events` has subscribed is replayed (a few events, well within what the
+		// engine keeps), so `up -d` cannot start a container unseen.
+		const since = String(Math.floor(Date.now() / 1000));
+		this.watcher = spawn("docker", ["events", "--since", since, "--format", "{{json .}}", "--filter", "type=container"], {
 			env: { ...this.env, DOCKER_HOST: this.host },
 			stdio: ["ignore", "pipe", "ignore"],
 		});
