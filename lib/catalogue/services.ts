@@ -1,12 +1,13 @@
 /**
- * The catalogue's services, written once: every other list of them is derived from this table. `calls` names the data services
- * each one calls: a game's write checks its category and author; deleting an author or category asks games whether any refer to it.
+ * The catalogue's services, written once: every other list of them is derived from this table. `calls` names the other services'
+ * actions each one calls: a game's write checks its category and author (`referable`) and embeds them (`get`); deleting an author or
+ * category asks games whether any refer to it (`countBy`). NATS lets a node call these and no others (lib/config/broker-access.ts).
  */
 const DATA_SERVICES = {
-	authors: { calls: ["games"] },
-	categories: { calls: ["games"] },
-	games: { calls: ["authors", "categories"] },
-} as const satisfies Record<string, { calls: readonly string[] }>;
+	authors: { calls: ["games.countBy"] },
+	categories: { calls: ["games.countBy"] },
+	games: { calls: ["authors.referable", "authors.get", "categories.referable", "categories.get"] },
+} as const satisfies Record<string, { calls: readonly `${string}.${string}`[] }>;
 
 export type DataServiceName = keyof typeof DATA_SERVICES;
 
@@ -26,5 +27,8 @@ export function needs(service: string): DataServiceName[] {
 	if (service === GATEWAY) return [...DATA_SERVICE_NAMES];
 	if (!Object.hasOwn(DATA_SERVICES, service)) return [];
 	const name = service as DataServiceName;
-	return [name, ...DATA_SERVICES[name].calls];
+	return [name, ...new Set(callsOf(name).map(action => action.split(".")[0] as DataServiceName))];
 }
+
+/** The other services' actions a data service calls. */
+export const callsOf = (service: DataServiceName): readonly string[] => DATA_SERVICES[service].calls;
