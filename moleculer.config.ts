@@ -2,9 +2,11 @@ import type { BrokerOptions, Errors } from "moleculer";
 import { cacherOptions } from "./lib/cache/cache";
 import { config } from "./lib/config/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability/observability";
-import { natsFiles, natsOptions } from "./lib/config/transporter";
+import { kindOfServices, nodeIdOf } from "./lib/config/broker-access";
+import { natsTransporter } from "./lib/config/transporter";
 import { hideCredentials, secretsIn } from "./lib/config/uris";
 import { describeStorage } from "./lib/storage/location";
+import { callsByAction } from "./middlewares/calls-by-action.middleware";
 import { drainGateway } from "./middlewares/drain.middleware";
 import { natsReconnects } from "./middlewares/nats-reconnects.middleware";
 import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
@@ -13,10 +15,19 @@ import { writeAudit } from "./middlewares/write-audit.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
 import { catalogueCommands } from "./repl/commands";
 
+/**
+ * What this node is in a cluster (docs/security.md, "The broker"): the REPL (moleculer-runner's `--repl`), or the node of the
+ * services it runs. Its node ID begins with it, and its NATS user allows what that kind of node does.
+ */
+const kind = process.argv.includes("--repl") ? "repl" : kindOfServices(config.services);
+
 /** Only what differs from moleculer's defaults; every value comes from lib/config/config.ts. */
 const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
+	...(config.transporter && { nodeID: nodeIdOf(kind) }),
 	transporter: null,
+	// In a cluster NATS balances the calls: each goes to `<prefix>.REQB.<action>`, a subject NATS allows or denies per action.
+	disableBalancer: Boolean(config.transporter),
 	logLevel: config.logLevel,
 	// docs/observability.md: JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
 	logger: loggerOptions(config, [
@@ -54,6 +65,7 @@ const brokerOptions: BrokerOptions = {
 			storage: describeStorage(config),
 		}),
 		drainGateway(config.requestTimeoutMs),
+		callsByAction,
 		noSecretsInOptions,
 		natsReconnects,
 		writeAudit,
@@ -63,9 +75,7 @@ const brokerOptions: BrokerOptions = {
 };
 
 /** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (docs/security.md), read here, at start. */
-const transporter: BrokerOptions["transporter"] = config.transporter
-	? { type: "NATS", options: natsOptions(config.transporter, natsFiles()) }
-	: null;
+const transporter: BrokerOptions["transporter"] = config.transporter ? natsTransporter(config.transporter, kind) : null;
 
 // moleculer-runner replaces every option named like a variable of the environment with its text:
 // TRANSPORTER would become the bare URL, which moleculer reads itself (a token as a user name,

@@ -1,8 +1,9 @@
-import { hostname } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Middleware } from "moleculer";
 import brokerOptions from "../moleculer.config";
+import { nodeIdOf } from "../lib/config/broker-access";
 import { config } from "../lib/config/config";
+import { natsTransporter } from "../lib/config/transporter";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { readSnapshot } from "../lib/storage/sqlite-database";
 
@@ -22,10 +23,11 @@ export const whereTheCatalogueIs = () =>
  * reachable, or throws within START_TIMEOUT. Logs below a warning are left out, and the rest go to
  * stderr: stdout may be the export itself.
  */
-export async function startMember(tool: string, { snapshot = false } = {}): Promise<ServiceBroker> {
+export async function startMember({ snapshot = false } = {}): Promise<ServiceBroker> {
 	const broker = new ServiceBroker({
 		...brokerOptions,
-		nodeID: `${tool}-${hostname()}-${process.pid}`,
+		// In a cluster, as the export/import tool: NATS lets it call what an export or import needs (docs/security.md, "The broker").
+		...(config.transporter && { nodeID: nodeIdOf("transfer"), transporter: natsTransporter(config.transporter, "transfer") }),
 		logLevel: "warn",
 		metrics: { enabled: false },
 		tracing: { enabled: false },

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
 	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);
 	let broker: ServiceBroker | undefined;
 	try {
-		broker = await startMember("export", { snapshot: true });
+		broker = await startMember({ snapshot: true });
 		if (!(await exportTo(broker, target))) process.exitCode = 1;
 	} catch (err) {
 		console.error(`Export failed: ${(err as Error).message}`);

@@ -49,7 +49,7 @@ async function main(): Promise<void> {
 	try {
 		await access(file);
 		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
-		broker = await startMember("import");
+		broker = await startMember();
 		if (!(await importFrom(broker, file))) process.exitCode = 1;
 	} catch (err) {
 		console.error(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`);

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { ServiceBroker } from "moleculer";
 import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NatsConnection } from "nats";
+import { inboxPrefix } from "./broker-access";
 import { ConfigError } from "./config";
 
 /**
@@ -85,6 +86,11 @@ export function natsOptions(transporter: string, files: NatsFiles): NatsOptions 
 	if ((cert === undefined) !== (key === undefined)) throw new ConfigError("NATS_CERT and NATS_KEY go together: set both or neither");
 	if (tls || ca || cert) options.tls = { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) };
 	return options;
+}
+
+/** moleculer's NATS transporter for `transporter`, as a node of `kind`: its replies to its own NATS requests come under its own prefix. */
+export function natsTransporter(transporter: string, kind: string): { type: "NATS"; options: NatsOptions & { inboxPrefix: string } } {
+	return { type: "NATS", options: { ...natsOptions(transporter, natsFiles()), inboxPrefix: inboxPrefix(kind) } };
 }
 
 /** The nats.js connection under moleculer's NATS transporter, when that is the transporter in use. */
