@@ -7,7 +7,7 @@ import brokerOptions from "../../moleculer.config";
 import { STREAM_LIMITS } from "../../mixins/change-stream.mixin";
 import { apiService } from "../../services/api.service";
 import { fuzzRuns, fuzzSeed } from "../support/fuzz";
-import { gatewayApi, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { clusterMember, gatewayApi, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { openStream, type SseStream } from "../support/sse";
 
 // GET /changes (docs/followers.md): the change feed as Server-Sent Events through the gateway, in both layouts.
@@ -211,9 +211,8 @@ describe("two gateways", () => {
 	overNats("send the same changes", async () => {
 		const second = new ServiceBroker({
 			...brokerOptions,
-			nodeID: `second-gateway-${process.pid}`,
+			...clusterMember(catalogue.nats!, "api", `api.second-${process.pid}`),
 			namespace: catalogue.namespace,
-			transporter: { type: "NATS", options: { url: catalogue.nats!.url } },
 			cacher: undefined,
 			logger: false,
 		});

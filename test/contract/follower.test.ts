@@ -1,12 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { ServiceBroker } from "moleculer";
+import { ServiceBroker } from "moleculer";
 import { gameTitles } from "../../examples/game-titles.service";
-import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import brokerOptions from "../../moleculer.config";
+import { clusterMember, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
-// The example follower (examples/game-titles.service.ts) on the gateway's node, in both layouts: its copy follows the writes,
-// and after its own restart it resumes from the position it kept, without reading every game again.
+// The example follower (examples/game-titles.service.ts) in both layouts: its copy follows the writes, and after its own restart
+// it resumes from the position it kept, without reading every game again. In one broker it runs on the gateway's node; over NATS
+// on a node of its own, as another team's service would, as the kind of node NATS lets call what it calls (lib/config/broker-access.ts).
 
 let catalogue: Catalogue;
 let api: Api;
@@ -17,8 +19,14 @@ const copyFile = path.join(folder, "titles.json");
 beforeAll(async () => {
 	catalogue = await startCatalogue();
 	({ api, broker } = catalogue);
+	if (catalogue.nats) {
+		const member = clusterMember(catalogue.nats, "follower", `follower.test-${process.pid}`);
+		broker = new ServiceBroker({ ...brokerOptions, ...member, namespace: catalogue.namespace, cacher: undefined, logger: false });
+		await broker.start();
+	}
 });
 afterAll(async () => {
+	if (broker !== catalogue.broker) await broker.stop();
 	await catalogue.stop();
 	rmSync(folder, { recursive: true, force: true });
 });

@@ -5,9 +5,11 @@ import MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cacherOptions } from "../../lib/cache/cache";
 import { generationsKey } from "../../lib/cache/keys";
 import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
+import { inboxPrefix, type NodeKind } from "../../lib/config/broker-access";
 import { config } from "../../lib/config/config";
 import brokerOptions from "../../moleculer.config";
 import { describeStorage } from "../../lib/storage/location";
+import { callsByAction } from "../../middlewares/calls-by-action.middleware";
 import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
@@ -122,7 +124,8 @@ export async function startCatalogue({
 	gatewayBroker,
 	cacheMaxBytes = config.cacheMaxBytes,
 }: CatalogueOptions = {}): Promise<Catalogue> {
-	const nats = topology === "nats" ? await startNats() : undefined;
+	// Over NATS with its access rules on, each broker logging in as its kind of node (docs/security.md, "The broker").
+	const nats = topology === "nats" ? await startNats(undefined, undefined, { access: true }) : undefined;
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
 		const gatewayOptions = services.includes("api") ? gatewayBroker : {};
@@ -131,7 +134,8 @@ export async function startCatalogue({
 			...options,
 			...gatewayOptions,
 			logger: false,
-			middlewares,
+			// Over NATS, as moleculer.config.ts adds it to every node's.
+			middlewares: nats ? [...middlewares, callsByAction] : middlewares,
 		});
 		for (const name of services)
 			created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
@@ -142,15 +146,7 @@ export async function startCatalogue({
 		cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null, cacheMaxBytes });
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
-				broker(
-					{
-						nodeID: `${name}-${process.pid}`,
-						namespace,
-						cacher: cacher(),
-						transporter: { type: "NATS", options: { url: nats.url } },
-					},
-					[name],
-				),
+				broker({ ...clusterMember(nats, name, `${name}.test-${process.pid}`), namespace, cacher: cacher() }, [name]),
 			)
 		: [broker({ nodeID: `test-${process.pid}`, namespace, cacher: cacher(), transporter: null }, [...SERVICE_NAMES])];
 	const [gateway] = brokers;
@@ -181,6 +177,18 @@ export async function startCatalogue({
 		throw err;
 	}
 	return { topology, broker: gateway, brokers, nats, namespace, api: gatewayApi(gateway), stop };
+}
+
+/**
+ * A broker's options as a cluster's node of `kind` over `nats` (with its access rules on): the node ID, the NATS user and inbox of
+ * that kind, and calls balanced by NATS, as moleculer.config.ts makes them from TRANSPORTER (whose middlewares hold callsByAction).
+ */
+export function clusterMember(nats: NatsServer, kind: NodeKind | "anyone", nodeID: string): BrokerOptions {
+	return {
+		nodeID,
+		disableBalancer: true,
+		transporter: { type: "NATS", options: { url: nats.urlAs(kind), inboxPrefix: inboxPrefix(kind) } },
+	};
 }
 
 /** A client for the gateway that `broker` runs. */

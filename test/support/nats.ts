@@ -1,15 +1,20 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { natsAuthorization, NODE_KINDS, passwordVariable, type NodeKind } from "../../lib/config/broker-access";
+import { aliases } from "../../services/api.routes";
 import { freePort, freePorts, listening, root, waitFor } from "./process";
 
 /** Debian's package installs it here; elsewhere it must be on PATH (see test/README.md). */
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
 
 export interface NatsServer {
+	/** Without credentials: for a server without access rules. */
 	url: string;
+	/** The URL with the credentials of a kind of node, or of `anyone`: a user the access rules do not know, allowed everything. */
+	urlAs(user: NodeKind | "anyone"): string;
 	port: number;
 	/** Stops the server; `start` brings it back on the same port. */
 	stop(): Promise<void>;
@@ -21,21 +26,44 @@ export interface NatsOptions {
 	port?: number;
 	/** Started under `nice -n <niceness>`: a server with less CPU than its neighbours when the CPUs are busy. */
 	niceness?: number;
+	/**
+	 * nats-access.conf's rules (docs/security.md, "The broker"): each client must log in as its kind of node (`urlAs`), or as
+	 * `anyone`. Without them (the default), every client is let in without logging in, allowed everything.
+	 */
+	access?: boolean;
+}
+
+/** The password of each kind of node on a test's nats-server: nats-access.conf reads them from its environment. */
+const passwords = Object.fromEntries(NODE_KINDS.map(kind => [passwordVariable(kind), `test-${kind}-password`]));
+
+/** A user the rules do not know, allowed everything: for a test's own clients. */
+const ANYONE = "{ user: anyone, password: anyone }";
+
+/**
+ * A configuration of the test's own: nats.conf, with nats-access.conf's users and `anyone` (`access`), whom every client must log in
+ * as; and `more`.
+ */
+async function testConfig(folder: string, access: boolean, more: string[] = []): Promise<string> {
+	const authorization = access ? natsAuthorization(Object.values(aliases)).replace(/\n {2}\]\n\}\n$/, `,\n    ${ANYONE}\n  ]\n}\n`) : "";
+	const file = path.join(folder, "nats.conf");
+	await writeFile(file, [`include "${path.relative(folder, path.join(root, "nats.conf"))}"`, authorization, ...more].join("\n"));
+	return file;
 }
 
 /**
- * A nats-server of the test's own, configured as a cluster's (nats.conf) or with `config`, on a
- * free loopback port, ready when this resolves.
+ * A nats-server of the test's own, configured as a cluster's (nats.conf, with or without its access
+ * rules: `access`) or with `chosenConfig`, on a free loopback port, ready when this resolves.
  */
 export async function startNats(
 	timeoutMs = 10_000,
-	config = path.join(root, "nats.conf"),
-	{ port: chosenPort, niceness }: NatsOptions = {},
+	chosenConfig?: string,
+	{ port: chosenPort, niceness, access = false }: NatsOptions = {},
 ): Promise<NatsServer> {
 	const port = chosenPort ?? (await freePort());
 	// JetStream's folder, kept across a restart of this server (the change feed's stream survives it), removed when the tests end.
 	const storeDir = await mkdtemp(path.join(tmpdir(), "nats-jetstream-"));
 	process.once("exit", () => rmSync(storeDir, { recursive: true, force: true }));
+	const config = chosenConfig ?? (await testConfig(storeDir, access));
 	const command = [NATS_SERVER, "-c", config, "-a", "127.0.0.1", "-p", String(port), "--store_dir", storeDir];
 	let child: ChildProcess | undefined;
 	let output = "";
@@ -43,7 +71,7 @@ export async function startNats(
 	async function start() {
 		output = "";
 		const [file, ...args] = niceness === undefined ? command : ["nice", "-n", String(niceness), ...command];
-		child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] });
+		child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...passwords } });
 		child.stdout!.on("data", chunk => (output += chunk));
 		child.stderr!.on("data", chunk => (output += chunk));
 		const failed = new Promise<never>((_, reject) => {
@@ -63,7 +91,9 @@ export async function startNats(
 	}
 
 	await start();
-	return { url: `nats://127.0.0.1:${port}`, port, stop, start };
+	const urlAs = (user: NodeKind | "anyone") =>
+		`nats://${user}:${user === "anyone" ? user : passwords[passwordVariable(user)]}@127.0.0.1:${port}`;
+	return { url: `nats://127.0.0.1:${port}`, urlAs, port, stop, start };
 }
 
 /** nats-servers joined by routes into one NATS cluster: a client of any of them reaches the clients of all. */
@@ -81,7 +111,7 @@ async function routesUp(monitorPort: number): Promise<number> {
 }
 
 /**
- * `size` nats-servers on free loopback ports, each configured as nats.conf plus a `cluster {}`
+ * `size` nats-servers on free loopback ports, each configured as `startNats` does plus a `cluster {}`
  * block with a route to every other one and a monitoring port; ready once every route is up.
  */
 export async function startNatsCluster(size = 3, timeoutMs = 10_000, options: Omit<NatsOptions, "port"> = {}): Promise<NatsCluster> {
@@ -92,7 +122,6 @@ export async function startNatsCluster(size = 3, timeoutMs = 10_000, options: Om
 		await rm(folder, { recursive: true, force: true });
 	};
 	try {
-		const base = await readFile(path.join(root, "nats.conf"), "utf8");
 		const ports = await freePorts(3 * size);
 		const [clientPorts, routePorts, monitorPorts] = [0, 1, 2].map(kind => ports.slice(kind * size, (kind + 1) * size));
 		for (let i = 0; i < size; i++) {
@@ -106,8 +135,9 @@ export async function startNatsCluster(size = 3, timeoutMs = 10_000, options: Om
 				`\troutes: [${routes.join(", ")}]`,
 				"}",
 			];
-			const config = path.join(folder, `nats-${i}.conf`);
-			await writeFile(config, `${base}\n${cluster.join("\n")}\n`);
+			const own = path.join(folder, String(i));
+			await mkdir(own);
+			const config = await testConfig(own, options.access ?? false, cluster);
 			servers.push(await startNats(timeoutMs, config, { ...options, port: clientPorts[i] }));
 		}
 		await waitFor(
