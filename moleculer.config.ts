@@ -17,17 +17,19 @@ import { catalogueCommands } from "./repl/commands";
 
 /**
  * What this node is in a cluster (docs/security.md, "The broker"): the REPL (moleculer-runner's `--repl`), or the node of the
- * services it runs. Its node ID begins with it, and its NATS user allows what that kind of node does.
+ * services it runs. On a NATS with nats-access.conf (`NATS_ACCESS=on`) its node ID begins with it, and its NATS user allows
+ * what that kind of node does.
  */
 const kind = process.argv.includes("--repl") ? "repl" : kindOfServices(config.services);
+const byKind = Boolean(config.transporter) && config.natsAccess;
 
 /** Only what differs from moleculer's defaults; every value comes from lib/config/config.ts. */
 const brokerOptions: BrokerOptions = {
 	namespace: config.namespace,
-	...(config.transporter && { nodeID: nodeIdOf(kind) }),
+	...(byKind && { nodeID: nodeIdOf(kind) }),
 	transporter: null,
-	// In a cluster NATS balances the calls: each goes to `<prefix>.REQB.<action>`, a subject NATS allows or denies per action.
-	disableBalancer: Boolean(config.transporter),
+	// With NATS_ACCESS=on NATS balances the calls: each goes to `<prefix>.REQB.<action>`, a subject NATS allows or denies per action.
+	disableBalancer: byKind,
 	logLevel: config.logLevel,
 	// docs/observability.md: JSON logs in production, Prometheus at METRICS_PORT, spans to TRACE_EXPORTER.
 	logger: loggerOptions(config, [
@@ -75,7 +77,7 @@ const brokerOptions: BrokerOptions = {
 };
 
 /** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (docs/security.md), read here, at start. */
-const transporter: BrokerOptions["transporter"] = config.transporter ? natsTransporter(config.transporter, kind) : null;
+const transporter: BrokerOptions["transporter"] = config.transporter ? natsTransporter(config.transporter, byKind ? kind : null) : null;
 
 // moleculer-runner replaces every option named like a variable of the environment with its text:
 // TRANSPORTER would become the bare URL, which moleculer reads itself (a token as a user name,

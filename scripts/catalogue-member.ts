@@ -26,8 +26,9 @@ export const whereTheCatalogueIs = () =>
 export async function startMember({ snapshot = false } = {}): Promise<ServiceBroker> {
 	const broker = new ServiceBroker({
 		...brokerOptions,
-		// In a cluster, as the export/import tool: NATS lets it call what an export or import needs (docs/security.md, "The broker").
-		...(config.transporter && { nodeID: nodeIdOf("transfer"), transporter: natsTransporter(config.transporter, "transfer") }),
+		// On a NATS with access rules, as the export/import tool: NATS lets it call what an export or import needs (docs/security.md).
+		...(config.transporter &&
+			config.natsAccess && { nodeID: nodeIdOf("transfer"), transporter: natsTransporter(config.transporter, "transfer") }),
 		logLevel: "warn",
 		metrics: { enabled: false },
 		tracing: { enabled: false },

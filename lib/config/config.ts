@@ -57,6 +57,11 @@ export interface CatalogueConfig {
 	tracing: Tracing | null;
 	/** Whether writes are recorded in the change feed (`CHANGE_FEED`, `on` or `off`, default on; docs/followers.md). */
 	changeFeed: boolean;
+	/**
+	 * Whether the cluster's NATS has nats-access.conf's rules (`NATS_ACCESS`, `on` or `off`, default off): the node then names
+	 * itself by its kind, logs in as it, and NATS balances its calls per action (docs/security.md, "The broker").
+	 */
+	natsAccess: boolean;
 }
 
 export type LogFormat = "json" | "text";
@@ -296,6 +301,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		logFormat: format,
 		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),
 		changeFeed: oneOf("CHANGE_FEED", env.CHANGE_FEED || "on", ["on", "off"] as const) === "on",
+		natsAccess: oneOf("NATS_ACCESS", env.NATS_ACCESS || "off", ["on", "off"] as const) === "on",
 	};
 }
 

@@ -88,9 +88,15 @@ export function natsOptions(transporter: string, files: NatsFiles): NatsOptions 
 	return options;
 }
 
-/** moleculer's NATS transporter for `transporter`, as a node of `kind`: its replies to its own NATS requests come under its own prefix. */
-export function natsTransporter(transporter: string, kind: string): { type: "NATS"; options: NatsOptions & { inboxPrefix: string } } {
-	return { type: "NATS", options: { ...natsOptions(transporter, natsFiles()), inboxPrefix: inboxPrefix(kind) } };
+/**
+ * moleculer's NATS transporter for `transporter`; as a node of `kind` on a NATS with access rules, the replies to its own NATS
+ * requests come under its kind's prefix (docs/security.md, "The broker").
+ */
+export function natsTransporter(
+	transporter: string,
+	kind: string | null,
+): { type: "NATS"; options: NatsOptions & { inboxPrefix?: string } } {
+	return { type: "NATS", options: { ...natsOptions(transporter, natsFiles()), ...(kind && { inboxPrefix: inboxPrefix(kind) }) } };
 }
 
 /** The nats.js connection under moleculer's NATS transporter, when that is the transporter in use. */

@@ -32,6 +32,7 @@ describe("readConfig", () => {
 			logFormat: "text",
 			tracing: null,
 			changeFeed: true,
+			natsAccess: false,
 		});
 	});
 
@@ -66,6 +67,7 @@ describe("readConfig", () => {
 			TRACE_EXPORTER: "zipkin",
 			ZIPKIN_URL: "http://zipkin:9411/",
 			CHANGE_FEED: "off",
+			NATS_ACCESS: "on",
 		});
 		expect(config).toEqual({
 			port: 8080,
@@ -94,6 +96,7 @@ describe("readConfig", () => {
 			logFormat: "text",
 			tracing: { exporter: "zipkin", url: "http://zipkin:9411" },
 			changeFeed: false,
+			natsAccess: true,
 		});
 	});
 
@@ -168,6 +171,7 @@ describe("readConfig", () => {
 		[{ METRICS_PORT: "metrics" }, /METRICS_PORT must be a whole number from 1 to 65535/],
 		[{ LOG_FORMAT: "yaml" }, /LOG_FORMAT must be one of json, text; got "yaml"/],
 		[{ CHANGE_FEED: "false" }, /CHANGE_FEED must be one of on, off; got "false"/],
+		[{ NATS_ACCESS: "yes" }, /NATS_ACCESS must be one of on, off; got "yes"/],
 		[{ TRACE_EXPORTER: "jaeger" }, /TRACE_EXPORTER must be one of zipkin, console; got "jaeger"/],
 		[{ TRACE_EXPORTER: "zipkin" }, /TRACE_EXPORTER=zipkin needs ZIPKIN_URL/],
 		[
