@@ -28,6 +28,11 @@ export interface ClusterOptions {
 	storage?: "file" | "memory";
 	/** More environment for every node (REQUEST_TIMEOUT, LOGLEVEL...). */
 	env?: NodeJS.ProcessEnv;
+	/**
+	 * nats-access.conf's rules on the NATS server, and `NATS_ACCESS=on` for every node, each logging in as its kind (a tool, with
+	 * no services, as the export/import tool): docs/security.md, "The broker".
+	 */
+	access?: boolean;
 }
 
 const START_MS = 30_000;
@@ -37,8 +42,8 @@ export const reachesEveryService = (api: Api) => async () =>
 	(await Promise.all(["/category", "/author", "/game"].map(route => answers(api, route)()))).every(Boolean);
 
 /** Starts NATS and the four nodes, and waits until the gateway reaches every service. */
-export async function startCluster({ storage = "memory", env: extra = {} }: ClusterOptions = {}): Promise<Cluster> {
-	const nats = await startNats();
+export async function startCluster({ storage = "memory", env: extra = {}, access = false }: ClusterOptions = {}): Promise<Cluster> {
+	const nats = await startNats(undefined, undefined, { access });
 	const namespace = `cluster-${randomUUID()}`;
 	const dataDir = storage === "file" ? await mkdtemp(path.join(tmpdir(), "catalogue-cluster-")) : undefined;
 	const port = await freePort();
@@ -47,7 +52,8 @@ export async function startCluster({ storage = "memory", env: extra = {} }: Clus
 
 	const env = (services: string): NodeJS.ProcessEnv => ({
 		SERVICES: services,
-		TRANSPORTER: nats.url,
+		TRANSPORTER: access ? nats.urlAs(services === "" ? "transfer" : (services as ServiceName)) : nats.url,
+		...(access && { NATS_ACCESS: "on" }),
 		NAMESPACE: namespace,
 		STORAGE: storage,
 		...(dataDir && { DATA_DIR: dataDir }),

@@ -1,0 +1,47 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Api } from "../support/catalogue";
+import { startCluster, type Cluster } from "../support/cluster";
+import { runTool } from "../support/transfer";
+
+// A cluster of processes started like `npm start`, with NATS_ACCESS=on, each logging in to a NATS with nats-access.conf's rules
+// as its kind (docs/security.md, "The broker"): the writes, the references' checks and an export and import each cross NATS
+// only on the subjects their kind may use; a node that used another would wait for REQUEST_TIMEOUT and the step would fail.
+
+let cluster: Cluster;
+let api: Api;
+let dir: string;
+
+beforeAll(async () => {
+	dir = await mkdtemp(path.join(tmpdir(), "catalogue-broker-access-"));
+	cluster = await startCluster({ access: true, env: { REQUEST_TIMEOUT: "3" } });
+	api = cluster.api;
+}, 60_000);
+afterAll(async () => {
+	await cluster?.stop();
+	await rm(dir, { recursive: true, force: true });
+});
+
+test("games checks its references, authors asks games before a delete, and the gateway lists what they hold", async () => {
+	const category = await api.category("Access");
+	const author = await api.author("Access", "Dutch");
+	const game = await api.game("Allowed", category, author, 10);
+	expect(await api.put("/game", { title: "Orphan", age: 10, category: { id: category.id }, author: { id: "nope" } })).toMatchObject({
+		status: 400,
+	});
+	expect(await api.delete(`/author/${author.id}`)).toMatchObject({
+		status: 400,
+		body: { msg: "There are games related to this author" },
+	});
+	expect((await api.get("/game")).body).toEqual([{ ...game, category, author }]);
+});
+
+test("the export/import tool exports the catalogue and imports it back, as the transfer kind", async () => {
+	const file = path.join(dir, "export.jsonl");
+	const exported = await runTool("export", [file], { env: cluster.env("") });
+	expect(exported.code).toBe(0);
+	const imported = await runTool("import", [file], { env: cluster.env("") });
+	expect(imported.output).toMatch(/Read 3: 0 created, 3 unchanged, 0 updated, 0 refused/);
+	expect(imported.code).toBe(0);
+}, 60_000);
