@@ -14,10 +14,10 @@ import { CHANGES_STREAM } from "../feed/jetstream";
  * (examples/game-titles.service.ts: another team's service would have a kind of its own here) and the REPL.
  */
 export const NODE_KINDS = ["api", "authors", "categories", "games", "transfer", "follower", "repl"] as const;
+export type NodeKind = (typeof NODE_KINDS)[number];
 
 /** The example follower's service, and what it calls: the feed, and the whole list when it starts again from a full read. */
 const FOLLOWER = { service: "gameTitles", calls: ["games.changes", "games.list"] };
-export type NodeKind = (typeof NODE_KINDS)[number];
 
 /** Any moleculer prefix: `MOL`, or `MOL-<NAMESPACE>`; the rules are the same in every namespace of a server. */
 const ANY = "*";
@@ -111,7 +111,7 @@ export function permissionsOf(kind: NodeKind, routeActions: readonly string[]): 
 /** The prefix of this kind of node's own inboxes, so that no other kind may read their replies. */
 export const inboxPrefix = (kind: string) => `_INBOX_${kind}`;
 
-/** The variable holding a kind's NATS password where the server runs (nats.conf) and in compose's .env. */
+/** The variable holding a kind's NATS password in the environment of the server that runs nats-access.conf. */
 export const passwordVariable = (kind: NodeKind) => `NATS_${kind.toUpperCase()}_PASSWORD`;
 
 /**
@@ -123,7 +123,7 @@ export const kindOfServices = (services: readonly string[]) => services.join("+"
 /** A node's ID in a cluster: its kind, then its host and process, with no `.` inside them (a NATS subject's separator). */
 export const nodeIdOf = (kind: string) => `${kind}.${hostname().replace(/[.\s*>]/g, "-")}-${process.pid}`;
 
-/** The `authorization` block of nats.conf: a user per kind, its password from the server's environment, its permissions. */
+/** The `authorization` block of nats-access.conf: a user per kind, its password from the server's environment, its permissions. */
 export function natsAuthorization(routeActions: readonly string[]): string {
 	const list = (subjects: string[]) => subjects.map(subject => `          "${subject}"`).join(",\n");
 	const users = NODE_KINDS.map(kind => {

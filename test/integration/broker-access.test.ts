@@ -1,5 +1,6 @@
 import { connect, Events, type NatsConnection } from "nats";
 import type { NodeKind } from "../../lib/config/broker-access";
+import { natsReconnects } from "../../middlewares/nats-reconnects.middleware";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
 
 // nats.conf's access rules on a real nats-server (docs/security.md, "The broker"), as an attacker who holds one node's
@@ -9,7 +10,7 @@ let catalogue: Catalogue;
 const clients: NatsConnection[] = [];
 
 beforeAll(async () => {
-	catalogue = await startCatalogue({ topology: "nats" });
+	catalogue = await startCatalogue({ topology: "nats", middlewares: [natsReconnects] });
 });
 afterAll(async () => {
 	await Promise.all(clients.map(client => client.close()));
@@ -81,12 +82,18 @@ describe("the gateway's credentials", () => {
 		expect(await subscribeRefused("api", subject(`RES.${nodeOf("api")}`))).toBe(false);
 	});
 
-	test("a call of categories.importRecords through the gateway's broker never reaches categories", async () => {
+	test("a call of categories.importRecords through the gateway's broker never reaches categories, and the node says why once", async () => {
+		const warn = jest.spyOn(catalogue.broker.logger, "warn");
 		const id = "01JZZZZZZZZZZZZZZZZZZZZZZZ";
-		await expect(
-			catalogue.broker.call("categories.importRecords", { records: [{ id, name: "Smuggled" }] }, { timeout: 1000 }),
-		).rejects.toThrow(/timed out/);
+		const smuggle = () => catalogue.broker.call("categories.importRecords", { records: [{ id, name: "Smuggled" }] }, { timeout: 1000 });
+		await expect(smuggle()).rejects.toThrow(/timed out/);
+		await expect(smuggle()).rejects.toThrow(/timed out/);
 		expect((await catalogue.api.get(`/category/${id}`)).status).toBe(400);
+		const said = warn.mock.calls.map(([line]) => String(line)).filter(line => line.startsWith("NATS refused"));
+		expect(said).toEqual([
+			`NATS refused this node (${catalogue.broker.nodeID}) the publish to ${subject("REQB.categories.importRecords")}: its NATS user may not (docs/security.md, "The broker")`,
+		]);
+		warn.mockRestore();
 	});
 });
 
