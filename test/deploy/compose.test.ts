@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
+import { NODE_KINDS, passwordVariable, type NodeKind } from "../../lib/config/broker-access";
 import { readConfig } from "../../lib/config/config";
 import { dockerfileStages } from "../support/dockerfile";
 import { MACHINE_SETTINGS } from "../support/stack";
@@ -52,9 +53,12 @@ function interpolate(text: string, env: Record<string, string>): string {
 }
 
 /** The stack's credentials as an operator's .env gives them (.env.example says how to make them). */
+/** One NATS password per kind of node (nats-access.conf). */
+const NATS_PASSWORDS: Record<string, string> = Object.fromEntries(
+	NODE_KINDS.map(kind => [passwordVariable(kind), `n4ts${kind}0123456789`]),
+);
 const CREDENTIALS = {
-	NATS_USER: "catalogue",
-	NATS_PASSWORD: "n4ts0123456789abcdef",
+	...NATS_PASSWORDS,
 	REDIS_PASSWORD: "r3dis0123456789abcdef",
 	MONGO_ROOT_USER: "root",
 	MONGO_ROOT_PASSWORD: "r00t0123456789abcdef",
@@ -94,12 +98,16 @@ describe("docker-compose.yml", () => {
 		expect(compose).not.toHaveProperty("version");
 	});
 
-	test("nats runs with the repository's nats.conf, which allows the largest answers, bind-mounted (compose v1 ignores configs:)", () => {
+	test("nats runs with the repository's nats-access.conf and the nats.conf it includes, bind-mounted side by side (compose v1 ignores configs:)", () => {
 		const nats = compose.services.nats as Service & { command?: string[]; volumes?: string[] };
-		const mounted = nats.volumes?.find(volume => volume.startsWith("./nats.conf:"));
-		const [, target, mode] = mounted?.split(":") ?? [];
-		expect(mode).toBe("ro");
-		expect(nats.command).toEqual(expect.arrayContaining(["-c", target]));
+		const mounted = (file: string) => nats.volumes?.find(volume => volume.startsWith(`./${file}:`))?.split(":") ?? [];
+		const [, access, accessMode] = mounted("nats-access.conf");
+		const [, settings, settingsMode] = mounted("nats.conf");
+		expect([accessMode, settingsMode]).toEqual(["ro", "ro"]);
+		expect(path.posix.dirname(access)).toBe(path.posix.dirname(settings));
+		expect(path.posix.basename(settings)).toBe("nats.conf");
+		expect(read("nats-access.conf")).toMatch(/^include "nats.conf"$/m);
+		expect(nats.command).toEqual(expect.arrayContaining(["-c", access]));
 		expect(compose).not.toHaveProperty("configs");
 		expect(read("nats.conf")).toMatch(/^max_payload: 64MB$/m);
 	});
@@ -122,7 +130,7 @@ describe("docker-compose.yml", () => {
 		const names = ["docker-compose.yml", "deploy/local-docker/compose.sqlite.yml"].flatMap(file =>
 			[...read(file).matchAll(/\$\{(\w+)/g)].map(([, name]) => name),
 		);
-		expect(names).toEqual(expect.arrayContaining(["NATS_PASSWORD", "API_PORT"]));
+		expect(names).toEqual(expect.arrayContaining(["NATS_API_PASSWORD", "API_PORT"]));
 		expect(names.filter(name => MACHINE_SETTINGS.test(name))).toEqual([]);
 	});
 
@@ -222,16 +230,16 @@ describe("docker-compose.yml", () => {
 	test("every credential comes from the environment, and compose refuses to start without it", () => {
 		const text = read("docker-compose.yml");
 		for (const name of Object.keys(CREDENTIALS)) expect(text).toMatch(new RegExp(`\\$\\{${name}:\\?[^}]+\\}`));
-		expect(text).not.toMatch(/\$\{(NATS_USER|NATS_PASSWORD|REDIS_PASSWORD|MONGO_\w+)(:-[^}]*)?\}/);
-		expect(() => interpolate(environment(compose.services.api).TRANSPORTER, { ...CREDENTIALS, NATS_PASSWORD: "" })).toThrow(
-			/set NATS_PASSWORD/,
+		expect(text).not.toMatch(/\$\{(NATS_\w+|REDIS_PASSWORD|MONGO_\w+)(:-[^}]*)?\}/);
+		expect(() => interpolate(environment(compose.services.api).TRANSPORTER, { ...CREDENTIALS, NATS_API_PASSWORD: "" })).toThrow(
+			/set NATS_API_PASSWORD/,
 		);
 	});
 
-	test("nats and redis ask every client for the password, and the nodes log in to them and to MongoDB as the catalogue's user", () => {
+	test("nats has a password per kind of node and redis asks every client for one; each node logs in to NATS as its kind (NATS_ACCESS=on), to the rest as the catalogue's user", () => {
 		const command = (name: string) =>
 			(compose.services[name] as { command?: string[] }).command!.map(part => interpolate(part, CREDENTIALS));
-		expect(command("nats")).toEqual(expect.arrayContaining(["--user", "catalogue", "--pass", CREDENTIALS.NATS_PASSWORD]));
+		expect(interpolated(compose.services.nats)).toEqual(NATS_PASSWORDS);
 		expect(command("redis").join(" ")).toContain(`--requirepass ${CREDENTIALS.REDIS_PASSWORD}`);
 		expect(interpolated(compose.services.redis).REDISCLI_AUTH).toBe(CREDENTIALS.REDIS_PASSWORD);
 		expect(interpolated(compose.services.mongo)).toMatchObject({
@@ -240,9 +248,11 @@ describe("docker-compose.yml", () => {
 			MONGO_APP_USER: "catalogue",
 			MONGO_APP_PASSWORD: CREDENTIALS.MONGO_APP_PASSWORD,
 		});
-		for (const [, service] of nodes) {
+		for (const [name, service] of [...nodes, ["repl", compose.services.repl] as const]) {
 			const env = interpolated(service);
-			expect(env.TRANSPORTER).toBe(`nats://catalogue:${CREDENTIALS.NATS_PASSWORD}@nats:4222`);
+			const kind = name as NodeKind;
+			expect(env.TRANSPORTER).toBe(`nats://${kind}:${NATS_PASSWORDS[passwordVariable(kind)]}@nats:4222`);
+			expect(readConfig({ NATS_ACCESS: env.NATS_ACCESS }).natsAccess).toBe(true);
 			expect(env.REDIS_URL).toBe(`redis://:${CREDENTIALS.REDIS_PASSWORD}@redis:6379`);
 			expect(env.MONGO_URI).toBe(`mongodb://catalogue:${CREDENTIALS.MONGO_APP_PASSWORD}@mongo:27017/catalogue?authSource=catalogue`);
 			expect(readConfig({ MONGO_URI: env.MONGO_URI, TRANSPORTER: env.TRANSPORTER }).mongoUri).toBe(env.MONGO_URI);

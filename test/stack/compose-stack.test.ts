@@ -176,7 +176,7 @@ describe("the compose stack on this machine's own Docker engine", () => {
 			redisWithout: "NOAUTH",
 			redisWith: "PONG",
 		});
-		expect(env.NATS_PASSWORD).toMatch(/^[0-9a-f]{48}$/);
+		expect(env.NATS_API_PASSWORD).toMatch(/^[0-9a-f]{48}$/);
 	}, 60_000);
 
 	test("the REPL: `docker-compose run` of the repl service, driven through its standard input, answers counts", async () => {
