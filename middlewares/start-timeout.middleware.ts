@@ -15,37 +15,40 @@ export interface StartTimeoutOptions {
  * its storage, for ever, so an unreachable NATS or MongoDB would otherwise hang the node silently.
  */
 export function startTimeout({ timeoutMs, transporter, storage }: StartTimeoutOptions): Middleware {
-	let timer: NodeJS.Timeout | undefined;
-	const waitingFor = new Set<string>();
+	// Each broker's own, as one configuration may start several brokers in one process (the tests, a tool beside a node).
+	const timers = new WeakMap<ServiceBroker, NodeJS.Timeout>();
+	const waitingFor = new WeakMap<ServiceBroker, Set<string>>();
 	const seconds = timeoutMs / 1000;
 
 	function reason(broker: ServiceBroker): string {
 		if (broker.transit && !broker.transit.connected)
 			return `Could not connect to the transporter at ${transporter} within ${seconds} s; giving up.`;
-		const services = [...waitingFor].join(", ");
+		const services = [...(waitingFor.get(broker) ?? [])].join(", ");
 		return `Could not start within ${seconds} s: ${services} could not reach the storage (${storage}); giving up.`;
 	}
 
 	return {
 		name: "StartTimeout",
 		async starting(broker: ServiceBroker) {
-			timer = setTimeout(() => {
+			const timer = setTimeout(() => {
 				broker.logger.fatal(reason(broker));
 				process.exit(1);
 			}, timeoutMs);
 			timer.unref();
+			timers.set(broker, timer);
 		},
 		async serviceStarting(service: Service) {
-			waitingFor.add(service.name);
+			if (!waitingFor.has(service.broker)) waitingFor.set(service.broker, new Set());
+			waitingFor.get(service.broker)!.add(service.name);
 		},
 		async serviceStarted(service: Service) {
-			waitingFor.delete(service.name);
+			waitingFor.get(service.broker)?.delete(service.name);
 		},
-		async started() {
-			clearTimeout(timer);
+		async started(broker: ServiceBroker) {
+			clearTimeout(timers.get(broker));
 		},
-		async stopping() {
-			clearTimeout(timer);
+		async stopping(broker: ServiceBroker) {
+			clearTimeout(timers.get(broker));
 		},
 	};
 }
