@@ -3,16 +3,29 @@ import { texts } from "../../lib/catalogue/errors";
 import { reasonOf } from "../../lib/transfer/import";
 import { config } from "../../lib/config/config";
 import type { Store } from "../../mixins/db.mixin";
-import { localService, startCatalogue, type Catalogue } from "../support/catalogue";
+import { ServiceBroker } from "moleculer";
+import { callsByAction } from "../../middlewares/calls-by-action.middleware";
+import { clusterMember, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 
-/** The internal actions of export and import (mixins/transfer.mixin.ts), each service on its own broker over NATS. */
+/**
+ * The internal actions of export and import (mixins/transfer.mixin.ts), each service on its own broker over NATS, called from a
+ * node of their own logged in as the REPL, the kind NATS lets call any action (the gateway's may not call these).
+ */
 let catalogue: Catalogue;
+let caller: ServiceBroker;
 beforeAll(async () => {
 	catalogue = await startCatalogue({ topology: "nats" });
+	const member = clusterMember(catalogue.nats!, "repl", `repl.test-${process.pid}`);
+	caller = new ServiceBroker({ ...member, namespace: catalogue.namespace, middlewares: [callsByAction], logger: false });
+	await caller.start();
+	await caller.waitForServices(["authors", "categories", "games"], 10_000);
 }, 60_000);
-afterAll(() => catalogue?.stop());
+afterAll(async () => {
+	await caller?.stop();
+	await catalogue?.stop();
+});
 
-const call = <T = unknown>(action: string, params: object) => catalogue.broker.call<T, object>(action, params);
+const call = <T = unknown>(action: string, params: object) => caller.call<T, object>(action, params);
 
 describe("importRecords: records stored with their ids through the services' rules", () => {
 	test("absent: created with its id; the same again: unchanged; other fields: updated through update", async () => {

@@ -1,8 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { connect } from "nats";
+import { CHANGES_STREAM } from "../../lib/feed/jetstream";
 import type { Api } from "../support/catalogue";
 import { startCluster, type Cluster } from "../support/cluster";
+import { waitFor } from "../support/process";
 import { runTool } from "../support/transfer";
 
 // A cluster of processes started like `npm start`, with NATS_ACCESS=on, each logging in to a NATS with nats-access.conf's rules
@@ -35,6 +38,25 @@ test("games checks its references, authors asks games before a delete, and the g
 		body: { msg: "There are games related to this author" },
 	});
 	expect((await api.get("/game")).body).toEqual([{ ...game, category, author }]);
+});
+
+test("each data service's relay publishes its changes to the JetStream stream, as its kind", async () => {
+	const nats = await connect({ servers: new URL(cluster.nats.url).host, user: "anyone", pass: "anyone" });
+	try {
+		const jsm = await nats.jetstreamManager();
+		const subjects = async () => Object.keys((await jsm.streams.info(CHANGES_STREAM, { subjects_filter: ">" })).state.subjects ?? {});
+		await waitFor(
+			"the category's, author's and game's changes in the stream",
+			async () => (await subjects().catch(() => [])).length >= 3,
+		);
+		expect((await subjects()).sort()).toEqual([
+			"catalogue.changes.author.created",
+			"catalogue.changes.category.created",
+			"catalogue.changes.game.created",
+		]);
+	} finally {
+		await nats.close();
+	}
 });
 
 test("the export/import tool exports the catalogue and imports it back, as the transfer kind", async () => {
