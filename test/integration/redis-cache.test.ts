@@ -3,7 +3,7 @@ import { ServiceBroker, type Middleware } from "moleculer";
 import { cacherOptions } from "../../lib/cache/cache";
 import brokerOptions from "../../moleculer.config";
 import { actionCounter } from "../support/calls";
-import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { clusterMember, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { waitFor } from "../support/process";
 import { startRedis, type RedisServer } from "../support/redis";
 
@@ -103,9 +103,9 @@ test("a write that Redis does not take in time answers within a second, and the 
 test("a node without catalogue services (as `npm run repl` starts one) reads through the shared cache, and nothing stale", async () => {
 	const repl = new ServiceBroker({
 		...brokerOptions,
-		nodeID: `repl-${process.pid}`,
+		// As the REPL joins a cluster whose NATS has the access rules (docs/security.md, "The broker").
+		...clusterMember(catalogue.nats!, "repl", `repl.test-${process.pid}`),
 		namespace: catalogue.namespace,
-		transporter: { type: "NATS", options: { url: catalogue.nats!.url } },
 		cacher: cacherOptions({ redisUrl: redis.url, transporter: catalogue.nats!.url, cacheMaxBytes: 0 }),
 		logger: false,
 	});

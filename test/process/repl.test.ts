@@ -28,7 +28,9 @@ describe("npm run repl: a REPL node that joins a running cluster over NATS", () 
 
 	test("counts, integrity and the built-in nodes command, then quit", async () => {
 		// As `npm run repl` starts it: no SERVICES and no SERVICEDIR, so no services of its own.
-		repl = new ReplSession({ SERVICES: "", SERVICEDIR: "", TRANSPORTER: catalogue.nats!.url, NAMESPACE: catalogue.namespace });
+		// As the REPL joins a cluster whose NATS has the access rules: as its kind (docs/security.md, "The broker").
+		const joins = { TRANSPORTER: catalogue.nats!.urlAs("repl"), NATS_ACCESS: "on", NAMESPACE: catalogue.namespace };
+		repl = new ReplSession({ SERVICES: "", SERVICEDIR: "", ...joins });
 		await repl.waitFor(PROMPT_SHOWN);
 
 		const counts = await repl.type("counts");
