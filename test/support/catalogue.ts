@@ -5,8 +5,9 @@ import MongoDbAdapter from "moleculer-db-adapter-mongo";
 import { cacherOptions } from "../../lib/cache/cache";
 import { generationsKey } from "../../lib/cache/keys";
 import { SERVICE_NAMES, type ServiceName } from "../../lib/catalogue/services";
-import { inboxPrefix, type NodeKind } from "../../lib/config/broker-access";
+import type { NodeKind } from "../../lib/config/broker-access";
 import { config } from "../../lib/config/config";
+import { natsTransporter } from "../../lib/config/transporter";
 import brokerOptions from "../../moleculer.config";
 import { describeStorage } from "../../lib/storage/location";
 import { callsByAction } from "../../middlewares/calls-by-action.middleware";
@@ -187,7 +188,7 @@ export function clusterMember(nats: NatsServer, kind: NodeKind | "anyone", nodeI
 	return {
 		nodeID,
 		disableBalancer: true,
-		transporter: { type: "NATS", options: { url: nats.urlAs(kind), inboxPrefix: inboxPrefix(kind) } },
+		transporter: natsTransporter(nats.urlAs(kind), kind),
 	};
 }
 
