@@ -1,8 +1,13 @@
 /**
- * Prints the `authorization` block of nats-access.conf: a NATS user per kind of node and what it may publish and subscribe to
- * (lib/config/broker-access.ts, docs/security.md "The broker"). test/unit/broker-access.test.ts checks the file holds it.
+ * Prints who may do what on the cluster's NATS (lib/config/broker-access.ts, docs/security.md "The broker"): the `authorization`
+ * block of nats-access.conf, or with `--helm` the `authorization` of deploy/kubernetes/charts/nats-values.yaml (under
+ * `config.merge`). test/unit/broker-access.test.ts and test/deploy/kubernetes.test.ts check that both files hold it.
  */
-import { natsAuthorization } from "../lib/config/broker-access";
+import { stringify } from "yaml";
+import { helmAuthorization, natsAuthorization } from "../lib/config/broker-access";
 import { aliases } from "../services/api.routes";
 
-process.stdout.write(natsAuthorization(Object.values(aliases)));
+const routeActions = Object.values(aliases);
+process.stdout.write(
+	process.argv.includes("--helm") ? stringify({ authorization: helmAuthorization(routeActions) }) : natsAuthorization(routeActions),
+);

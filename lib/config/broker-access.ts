@@ -123,23 +123,46 @@ export const kindOfServices = (services: readonly string[]) => services.join("+"
 /** A node's ID in a cluster: its kind, then its host and process, with no `.` inside them (a NATS subject's separator). */
 export const nodeIdOf = (kind: string) => `${kind}.${hostname().replace(/[.\s*>]/g, "-")}-${process.pid}`;
 
+/** A NATS user of the rules: a kind of node, its password as the server's configuration names it, what it may publish and subscribe to. */
+export interface NatsUser {
+	user: NodeKind;
+	password: string;
+	permissions: { publish: { allow: string[] }; subscribe: { allow: string[] } };
+}
+
+/** A user per kind, its password `password(variable)` of the variable that holds it in the server's environment. */
+function natsUsers(routeActions: readonly string[], password: (variable: string) => string): NatsUser[] {
+	return NODE_KINDS.map(kind => {
+		const { publish, subscribe } = permissionsOf(kind, routeActions);
+		return {
+			user: kind,
+			password: password(passwordVariable(kind)),
+			permissions: { publish: { allow: publish }, subscribe: { allow: subscribe } },
+		};
+	});
+}
+
 /** The `authorization` block of nats-access.conf: a user per kind, its password from the server's environment, its permissions. */
 export function natsAuthorization(routeActions: readonly string[]): string {
 	const list = (subjects: string[]) => subjects.map(subject => `          "${subject}"`).join(",\n");
-	const users = NODE_KINDS.map(kind => {
-		const { publish, subscribe } = permissionsOf(kind, routeActions);
-		return [
+	const users = natsUsers(routeActions, variable => `$${variable}`).map(({ user, password, permissions }) =>
+		[
 			`    {`,
-			`      user: ${kind}, password: $${passwordVariable(kind)}`,
+			`      user: ${user}, password: ${password}`,
 			`      permissions: {`,
-			`        publish: { allow: [\n${list(publish)}\n        ] }`,
-			`        subscribe: { allow: [\n${list(subscribe)}\n        ] }`,
+			`        publish: { allow: [\n${list(permissions.publish.allow)}\n        ] }`,
+			`        subscribe: { allow: [\n${list(permissions.subscribe.allow)}\n        ] }`,
 			`      }`,
 			`    }`,
-		].join("\n");
-	});
+		].join("\n"),
+	);
 	return `authorization {\n  users: [\n${users.join(",\n")}\n  ]\n}\n`;
 }
+
+/** The same users for NATS's Helm chart (`config.merge.authorization`): `<< $VAR >>` is the chart's way to write a variable. */
+export const helmAuthorization = (routeActions: readonly string[]) => ({
+	users: natsUsers(routeActions, variable => `<< $${variable} >>`),
+});
 
 /** The table of who may call what, for docs/security.md. */
 export function accessTable(routeActions: readonly string[]): string {

@@ -3,10 +3,12 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { SERVICE_NAMES } from "../../lib/catalogue/services";
+import { helmAuthorization, NODE_KINDS, passwordVariable } from "../../lib/config/broker-access";
 import { readConfig } from "../../lib/config/config";
 import { HTTP_REQUEST_TIME, HTTP_REQUESTS } from "../../lib/http/access-log";
 import { NATS_RECONNECTS } from "../../middlewares/nats-reconnects.middleware";
 import brokerOptions from "../../moleculer.config";
+import { aliases } from "../../services/api.routes";
 import { METRIC } from "moleculer";
 import { dockerfileStages } from "../support/dockerfile";
 import { runsWith } from "../support/not-run";
@@ -152,13 +154,26 @@ describe("deploy/kubernetes", () => {
 
 		test("no Secret is in the manifests, and every credential is a reference to one", () => {
 			expect(ofKind(objects, "Secret")).toEqual([]);
-			const credentials = ["NATS_USER", "NATS_PASSWORD", "REDIS_PASSWORD", "MONGO_URI"];
+			const credentials = ["NATS_PASSWORD", "REDIS_PASSWORD", "MONGO_URI"];
 			for (const { name, container } of containers) {
 				for (const variable of [...credentials, ...(name === "api" ? ["API_TOKEN"] : [])])
 					expect(env(container)[variable]).toEqual({ name: variable, valueFrom: { secretKeyRef: expect.any(Object) } });
-				expect(env(container).TRANSPORTER.value).toBe("nats://$(NATS_USER):$(NATS_PASSWORD)@$(NATS_HOST)");
 			}
 			expect(Object.keys(settings.data ?? {}).filter(key => /PASS|TOKEN|URI|URL|SECRET/.test(key))).toEqual([]);
+		});
+
+		test("each node logs in to NATS as its own kind, with its own password, under the access rules (NATS_ACCESS=on)", () => {
+			expect(settings.data?.NATS_ACCESS).toBe("on");
+			for (const { name, container } of containers) {
+				const variables = container.env.map((variable: any) => variable.name);
+				expect(env(container).NATS_USER).toEqual({ name: "NATS_USER", value: name });
+				expect(env(container).NATS_PASSWORD.valueFrom.secretKeyRef).toEqual({ name: "catalogue-nats", key: name });
+				expect(env(container).TRANSPORTER.value).toBe("nats://$(NATS_USER):$(NATS_PASSWORD)@$(NATS_HOST)");
+				// Kubernetes expands $(VAR) only of a variable defined above it.
+				expect(variables.indexOf("TRANSPORTER")).toBeGreaterThan(
+					Math.max(variables.indexOf("NATS_USER"), variables.indexOf("NATS_PASSWORD")),
+				);
+			}
 		});
 
 		test("memory requests and limits from the benchmark's RSS per process (docs/performance.md, Growth, distributed)", () => {
@@ -317,17 +332,18 @@ describe("the Helm charts of NATS and MongoDB's operator", () => {
 		}
 	});
 
-	test("NATS: three servers in a cluster with JetStream, the user from a Secret, messages up to nats.conf's max_payload", () => {
+	test("NATS: three servers in a cluster with JetStream, a user per kind of node, messages up to nats.conf's max_payload", () => {
 		const values = parse(read("deploy/kubernetes/charts/nats-values.yaml"));
 		const [, maxPayload] = /^max_payload: (\S+)$/m.exec(read("nats.conf"))!;
 		expect(values.config.cluster).toEqual({ enabled: true, replicas: 3 });
 		// JetStream on a volume of each server, for the change feed's stream.
 		expect(values.config.jetstream).toMatchObject({ enabled: true, fileStore: { enabled: true, pvc: { enabled: true } } });
 		expect(values.config.merge.max_payload).toBe(`<< ${maxPayload} >>`);
-		expect(values.config.merge.authorization).toEqual({ user: "<< $NATS_USER >>", password: "<< $NATS_PASSWORD >>" });
+		// The rules of nats-access.conf, from the same code (node dist/scripts/nats-access.js --helm); each password from nats-auth.
+		expect(values.config.merge.authorization).toEqual(helmAuthorization(Object.values(aliases)));
 		expect(values.container.image.tag).toMatch(/^\d+\.\d+\.\d+-alpine$/);
-		for (const variable of ["NATS_USER", "NATS_PASSWORD"])
-			expect(values.container.env[variable].valueFrom.secretKeyRef.name).toBe("nats-auth");
+		for (const kind of NODE_KINDS)
+			expect(values.container.env[passwordVariable(kind)].valueFrom.secretKeyRef).toEqual({ name: "nats-auth", key: kind });
 		// Room for messages of max_payload in flight, and Go's heap kept under the limit.
 		const mib = (quantity: string) => Number(/^(\d+)(Mi|Gi)B?$/.exec(quantity)![1]) * (quantity.includes("Gi") ? 1024 : 1);
 		expect(mib(values.container.resources.limits.memory)).toBeGreaterThanOrEqual(1024);

@@ -1,7 +1,14 @@
+import { readFileSync } from "node:fs";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { connect, Events, type NatsConnection } from "nats";
+import { parse } from "yaml";
 import type { NodeKind } from "../../lib/config/broker-access";
 import { natsReconnects } from "../../middlewares/nats-reconnects.middleware";
 import { startCatalogue, type Catalogue } from "../support/catalogue";
+import { startNats, type NatsServer } from "../support/nats";
+import { root } from "../support/process";
 
 // nats.conf's access rules on a real nats-server (docs/security.md, "The broker"), as an attacker who holds one node's
 // credentials would try them: each refusal here is NATS's own, and each is paired with what that user may do.
@@ -21,9 +28,9 @@ afterAll(async () => {
 const subject = (rest: string) => `MOL-${catalogue.namespace}.${rest}`;
 const nodeOf = (service: string) => catalogue.brokers.find(broker => broker.getLocalService(service))!.nodeID;
 
-/** A NATS client logged in as `user`, and the subjects NATS has refused it so far. */
-async function clientAs(user: NodeKind): Promise<{ client: NatsConnection; refused: string[] }> {
-	const url = new URL(catalogue.nats!.urlAs(user));
+/** A NATS client logged in as `user` (on the catalogue's server by default), and the subjects NATS has refused it so far. */
+async function clientAs(user: NodeKind, server: NatsServer = catalogue.nats!): Promise<{ client: NatsConnection; refused: string[] }> {
+	const url = new URL(server.urlAs(user));
 	const client = await connect({ servers: url.host, user: url.username, pass: url.password });
 	clients.push(client);
 	const refused: string[] = [];
@@ -35,8 +42,8 @@ async function clientAs(user: NodeKind): Promise<{ client: NatsConnection; refus
 }
 
 /** Whether NATS refuses `user` a publish to `to`: the server answers it before the flush's own round trip. */
-async function publishRefused(user: NodeKind, to: string): Promise<boolean> {
-	const { client, refused } = await clientAs(user);
+async function publishRefused(user: NodeKind, to: string, server?: NatsServer): Promise<boolean> {
+	const { client, refused } = await clientAs(user, server);
 	client.publish(to, JSON.stringify({ ver: "5", sender: `${user}.forged` }));
 	await client.flush();
 	await new Promise(resolve => setTimeout(resolve, 50));
@@ -117,5 +124,24 @@ describe("the other kinds", () => {
 		await expect(connect({ servers: catalogue.nats!.url.replace("nats://", ""), reconnect: false })).rejects.toMatchObject({
 			code: "AUTHORIZATION_VIOLATION",
 		});
+	});
+});
+
+describe("the same rules in NATS's Helm chart (deploy/kubernetes/charts/nats-values.yaml)", () => {
+	test("written into a nats.conf as the chart writes `config.merge` (JSON, `<< >>` unquoted), nats-server runs them", async () => {
+		const { merge } = parse(readFileSync(path.join(root, "deploy/kubernetes/charts/nats-values.yaml"), "utf8")).config;
+		// The chart's nats.formatConfig: the values as JSON, each "<< x >>" written as x (a variable, a size).
+		const body = JSON.stringify({ authorization: merge.authorization }, null, 2).replace(/"<<\s+(.*)\s+>>"/g, "$1");
+		const folder = await mkdtemp(path.join(tmpdir(), "nats-helm-"));
+		const config = path.join(folder, "nats.conf");
+		await writeFile(config, `include "${path.relative(folder, path.join(root, "nats.conf"))}"\n${body.slice(1, -1)}\n`);
+		const helm = await startNats(10_000, config);
+		try {
+			expect(await publishRefused("api", "MOL-x.REQB.games.list", helm)).toBe(false);
+			expect(await publishRefused("api", "MOL-x.REQB.games.importRecords", helm)).toBe(true);
+			expect(await publishRefused("transfer", "MOL-x.REQB.games.importRecords", helm)).toBe(false);
+		} finally {
+			await helm.stop();
+		}
 	});
 });
