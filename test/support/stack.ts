@@ -119,7 +119,19 @@ export class Stack {
 			stdio: ["ignore", "pipe", "ignore"],
 		});
 		this.watcher.stdout!.setEncoding("utf8").on("data", (chunk: string) => (this.watched += chunk));
-		return output + (await this.compose("up", "-d"));
+		try {
+			return output + (await this.compose("up", "-d"));
+		} catch (error) {
+			// compose names the unhealthy dependency by its container's id only: which service it is, and why.
+			const states = await Promise.all(
+				DEPENDENCIES.map(async service => ({ service, status: (await this.inspect(service)).State.Health?.Status })),
+			);
+			const unhealthy = states.filter(({ status }) => status !== "healthy").map(({ service }) => service);
+			throw new Error(
+				`${(error as Error).message}\n${states.map(({ service, status }) => `${service}: ${status}`).join(", ")}\n${await this.why(unhealthy)}`,
+				{ cause: error },
+			);
+		}
 	}
 
 	private watcher?: ChildProcess;
@@ -176,15 +188,19 @@ export class Stack {
 			if (states.every(state => state.endsWith(": healthy"))) return;
 			await new Promise(resolve => setTimeout(resolve, 1000));
 		}
-		// Why: each unhealthy container's last checks (the check prints the node's answer: what it waits for), then its own log.
 		const unhealthy = services.filter((_, index) => !states[index].endsWith(": healthy"));
+		throw new Error(`not healthy within ${timeoutMs} ms: ${states.join(", ")}\n${await this.why(unhealthy)}`);
+	}
+
+	/** Why `services` are not healthy: each one's last checks (a node's check prints what it waits for), then its own log. */
+	private async why(services: readonly string[]): Promise<string> {
 		const checks = await Promise.all(
-			unhealthy.map(async service => {
+			services.map(async service => {
 				const log: { ExitCode: number; Output: string }[] = (await this.inspect(service)).State.Health?.Log ?? [];
 				return `${service}: ${log.map(check => `[${check.ExitCode}] ${check.Output.trim()}`).join(" | ")}`;
 			}),
 		);
-		const logs = await this.run("bash", [STACK, "compose", "logs", "--no-color", "--tail=20", ...unhealthy]);
-		throw new Error(`not healthy within ${timeoutMs} ms: ${states.join(", ")}\n${checks.join("\n")}\n${logs.output.slice(-6000)}`);
+		const logs = await this.run("bash", [STACK, "compose", "logs", "--no-color", "--tail=20", ...services]);
+		return `${checks.join("\n")}\n${logs.output.slice(-6000)}`;
 	}
 }
