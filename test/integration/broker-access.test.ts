@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { connect, Events, type NatsConnection } from "nats";
@@ -142,6 +142,7 @@ describe("the same rules in NATS's Helm chart (deploy/kubernetes/charts/nats-val
 			expect(await publishRefused("transfer", "MOL-x.REQB.games.importRecords", helm)).toBe(false);
 		} finally {
 			await helm.stop();
+			await rm(folder, { recursive: true, force: true });
 		}
 	});
 });
