@@ -1,4 +1,5 @@
 import {
+	Errors,
 	METRIC,
 	type ActionCacheOptions,
 	type ActionHandler,
@@ -120,6 +121,21 @@ function encoder(cache: AnswerCache, warn: (message: string) => void) {
 }
 
 /**
+ * `call`, or a RequestTimeoutError at the call's timeout if it has not settled by then. moleculer's timeout settles only the caller's
+ * own promise: a call nobody answers (a request NATS dropped, as nobody subscribed to its subject at that moment) stays unsettled,
+ * and the reads that joined its making would wait for it forever.
+ */
+function byTimeout<T>(call: Promise<T>, ctx: Context): Promise<T> {
+	const ms = ctx.options.timeout;
+	if (!ms || ms <= 0) return call;
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new Errors.RequestTimeoutError({ action: ctx.action?.name, nodeID: ctx.nodeID })), ms);
+	});
+	return Promise.race([call, late]).finally(() => clearTimeout(timer));
+}
+
+/**
  * The middleware for a cacher that keeps answers as sent: a cached action is looked up where it is called. A miss runs the action
  * once for all requests on that key and keeps it under the lookup's key, so a read begun before a write is not seen by later reads.
  * The gateway asks through `ctx.meta.$http` and gets an HttpAnswer; other callers get records.
@@ -146,7 +162,7 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 		if (remote) ctx.meta.$cache = false;
 		let records: unknown;
 		try {
-			records = await next.call(this, ctx);
+			records = await byTimeout(next.call(this, ctx) as Promise<unknown>, ctx);
 		} finally {
 			// The meta of a call flows back to its caller; this request's other calls may use the cache.
 			if (remote) delete ctx.meta.$cache;
@@ -196,7 +212,8 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			// Forgotten only once the cache has taken it, and the lookups it answered before that have come this far (as encoder's).
 			const forget = () => setImmediate(() => building.delete(found.key));
 			const { stored, records } = await built.catch((err: unknown) => {
-				forget();
+				// At once: a read that comes after the failure makes the answer again rather than join the failure.
+				building.delete(found.key);
 				throw err;
 			});
 			if (!stored) {

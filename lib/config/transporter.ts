@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { ServiceBroker } from "moleculer";
+import { Transporters, type BrokerOptions, type ServiceBroker } from "moleculer";
 import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NatsConnection } from "nats";
 import { inboxPrefix } from "./broker-access";
 import { ConfigError } from "./config";
@@ -88,15 +88,64 @@ export function natsOptions(transporter: string, files: NatsFiles): NatsOptions 
 	return options;
 }
 
+type Packet = Parameters<InstanceType<typeof Transporters.NATS>["publish"]>[0];
+
 /**
- * moleculer's NATS transporter for `transporter`; as a node of `kind` on a NATS with access rules, the replies to its own NATS
- * requests come under its kind's prefix (docs/security.md, "The broker").
+ * moleculer's NATS transporter, whose subscriptions to its actions' subjects (with `disableBalancer`: NATS_ACCESS=on) are there before
+ * anyone hears of the actions, and renewed without a gap. NATS drops a call sent to a subject nobody subscribes to, and moleculer
+ * settles such a call only at its timeout (a 504 after REQUEST_TIMEOUT). moleculer subscribes when the node announces its services,
+ * after a debounce, while its answers to other nodes' discovery announce them at once; and it renews them by unsubscribing all,
+ * waiting for the server, and subscribing again. Here an announcement waits for the subscriptions of what it announces, and a
+ * renewal makes the new ones first and drains the old ones (their messages delivered, then unsubscribed) once the others have heard
+ * of the change; a call reaches one member of an action's queue group.
  */
-export function natsTransporter(
-	transporter: string,
-	kind: string | null,
-): { type: "NATS"; options: NatsOptions & { inboxPrefix?: string } } {
-	return { type: "NATS", options: { ...natsOptions(transporter, natsFiles()), ...(kind && { inboxPrefix: inboxPrefix(kind) }) } };
+class GaplessNats extends Transporters.NATS {
+	/** The `seq` of the node's info whose services the subscriptions are of. */
+	private subscribedSeq = -1;
+
+	/** Nothing to wait for: the renewal below drains what it replaces itself, so the new subscriptions go out at once. */
+	override unsubscribeFromBalancedCommands(): Promise<void> {
+		return Promise.resolve();
+	}
+
+	override makeBalancedSubscriptions(): Promise<void> {
+		this.subscribedSeq = this.broker.getLocalNodeInfo().seq;
+		const replaced = this.subscriptions;
+		this.subscriptions = [];
+		return super
+			.makeBalancedSubscriptions()
+			.then(() => this.client.flush())
+			.then(() => {
+				// The old ones go once the others have heard the announcement that follows, as moleculer's stop waits for them to
+				// (registry.stopDelay): until then what the node no longer takes still reaches it, and it refuses it at once.
+				const wait = this.broker.options.registry?.stopDelay ?? 0;
+				setTimeout(() => replaced.forEach(subscription => void subscription.drain().catch(() => undefined)), wait).unref();
+			});
+	}
+
+	override publish(packet: Packet): Promise<void> {
+		const info = packet.type === "INFO" && (packet.payload as { seq?: number }).seq;
+		if (this.broker.options.disableBalancer && typeof info === "number" && info !== this.subscribedSeq)
+			return this.makeBalancedSubscriptions().then(() => super.publish(packet));
+		return super.publish(packet);
+	}
+}
+
+/** Its name among moleculer's transporters: every broker given it makes an instance of its own, as with moleculer's own names. */
+const GAPLESS_NATS = "GaplessNATS";
+Transporters.register(GAPLESS_NATS, GaplessNats as unknown as Parameters<typeof Transporters.register>[1]);
+
+/**
+ * The NATS transporter for `transporter`; as a node of `kind` on a NATS with access rules, the replies to its own NATS requests
+ * come under its kind's prefix (docs/security.md, "The broker").
+ */
+export function natsTransporter(transporter: string, kind: string | null): NonNullable<BrokerOptions["transporter"]> {
+	const options: NatsOptions & { inboxPrefix?: string } = {
+		...natsOptions(transporter, natsFiles()),
+		...(kind && { inboxPrefix: inboxPrefix(kind) }),
+	};
+	// moleculer's types name only its own transporters; `register` above made this name one of them.
+	return { type: GAPLESS_NATS, options } as unknown as NonNullable<BrokerOptions["transporter"]>;
 }
 
 /** The nats.js connection under moleculer's NATS transporter, when that is the transporter in use. */

@@ -1,0 +1,144 @@
+import { ServiceBroker, type Middleware } from "moleculer";
+import { MemoryAnswers } from "../../lib/cache/memory-cacher";
+import { natsTransporter } from "../../lib/config/transporter";
+import { startNats, type NatsServer } from "../support/nats";
+import { waitFor } from "../support/process";
+
+// Calls NATS drops, on a real nats-server. With moleculer's disableBalancer (NATS_ACCESS=on) a call goes to its action's subject and
+// nobody in particular: NATS drops it when nobody subscribes at that moment, and moleculer never settles it (it settles a call when
+// its node leaves, and such a call names none); only the caller's timeout ends it. Neither may cost more than that one call.
+
+let nats: NatsServer;
+let brokers: ServiceBroker[] = [];
+
+beforeAll(async () => {
+	nats = await startNats();
+});
+afterEach(async () => {
+	await Promise.all(brokers.map(broker => broker.stop()));
+	brokers = [];
+});
+afterAll(async () => {
+	await nats?.stop();
+});
+
+const namespace = () => `lost-${Math.random().toString(36).slice(2)}`;
+
+async function node(options: ConstructorParameters<typeof ServiceBroker>[0]): Promise<ServiceBroker> {
+	const broker = new ServiceBroker({ logger: false, disableBalancer: true, transporter: natsTransporter(nats.url, null), ...options });
+	brokers.push(broker);
+	return broker;
+}
+
+/** A node that never receives its first `drops` requests: they are lost on the way, as NATS loses one nobody subscribes to. */
+type Receive = (cmd: string, data: Buffer, socket?: unknown) => unknown;
+const dropping = (drops: number) =>
+	({
+		name: "DropRequests",
+		transporterReceive:
+			(next: Receive): Receive =>
+			(cmd, data, socket) =>
+				cmd === "REQ" && drops-- > 0 ? undefined : next(cmd, data, socket),
+	}) as unknown as Middleware;
+
+test("a cached read whose call was lost does not hold the reads of the same answer that come after it", async () => {
+	const ns = namespace();
+	const shelf = await node({ nodeID: "shelf", namespace: ns, middlewares: [dropping(1)] });
+	let calls = 0;
+	shelf.createService({
+		name: "shelf",
+		actions: {
+			list: { params: { $$strict: "remove" }, cache: { from: ["shelf"] } as object, handler: () => [{ id: "1", calls: ++calls }] },
+		},
+	});
+	const cacher = new MemoryAnswers({ maxBytes: 1024 * 1024, maxEntryBytes: 64 * 1024 });
+	const gateway = await node({ nodeID: "gateway", namespace: ns, cacher });
+	await Promise.all([shelf.start(), gateway.start()]);
+	await gateway.waitForServices("shelf", 10_000);
+
+	// The first call and one that joins it while it is made: both end at the timeout.
+	const [first, joined] = await Promise.allSettled([
+		gateway.call("shelf.list", {}, { timeout: 500 }),
+		new Promise(resolve => setTimeout(resolve, 50)).then(() => gateway.call("shelf.list", {}, { timeout: 500 })),
+	]);
+	expect(first).toMatchObject({ status: "rejected", reason: { name: "RequestTimeoutError" } });
+	expect(joined).toMatchObject({ status: "rejected", reason: { name: "RequestTimeoutError" } });
+	// The next one is made afresh, and answered.
+	expect(await gateway.call("shelf.list", {}, { timeout: 500 })).toEqual([{ id: "1", calls: 1 }]);
+});
+
+test("a node announcing its services again drops none of the calls sent meanwhile: its new subscriptions come before the old go", async () => {
+	const ns = namespace();
+	const shelf = await node({ nodeID: "shelf", namespace: ns });
+	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
+	const caller = await node({ nodeID: "caller", namespace: ns });
+	await Promise.all([shelf.start(), caller.start()]);
+	await caller.waitForServices("shelf", 10_000);
+
+	let announcing = true;
+	const announced = (async () => {
+		// What moleculer does at each change of a node's services, and after a reconnection.
+		for (let i = 0; i < 40; i++) {
+			await shelf.registry.discoverer.sendLocalNodeInfo();
+			await new Promise(resolve => setTimeout(resolve, 10));
+		}
+		announcing = false;
+	})();
+	const outcomes: string[] = [];
+	await Promise.all(
+		Array.from({ length: 8 }, async () => {
+			while (announcing)
+				outcomes.push(await caller.call("shelf.count", {}, { timeout: 1000 }).then(String, (err: Error) => err.name));
+		}),
+	);
+	await announced;
+	expect(outcomes.length).toBeGreaterThan(400);
+	expect(outcomes.filter(outcome => outcome !== "1")).toEqual([]);
+});
+
+test("a node that tells another of a new service before announcing it takes the service's calls at once", async () => {
+	const ns = namespace();
+	const shelf = await node({ nodeID: "shelf", namespace: ns });
+	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
+	const caller = await node({ nodeID: "caller", namespace: ns });
+	await Promise.all([shelf.start(), caller.start()]);
+	await caller.waitForServices("shelf", 10_000);
+
+	// moleculer announces a service after a debounce of a second, but answers another node's discovery with it at once.
+	shelf.createService({ name: "late", actions: { count: () => 2 } });
+	await waitFor("the shelf runs late", async () => shelf.registry.hasService("late", "shelf"), [], 5000);
+	caller.registry.discoverer.discoverNode("shelf");
+	await waitFor("the caller hears of late", async () => caller.registry.hasService("late", "shelf"), [], 5000);
+	expect(await caller.call("late.count", {}, { timeout: 500 })).toBe(2);
+});
+
+test("calls sent while the only node of a service stops are answered or refused at once, none left to its timeout", async () => {
+	const ns = namespace();
+	const shelf = await node({ nodeID: "shelf", namespace: ns, registry: { stopDelay: 300 } });
+	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
+	const caller = await node({ nodeID: "caller", namespace: ns });
+	await Promise.all([shelf.start(), caller.start()]);
+	await caller.waitForServices("shelf", 10_000);
+
+	let stopping = true;
+	const stopped = new Promise(resolve => setTimeout(resolve, 100))
+		.then(() => shelf.stop())
+		.then(() => new Promise(resolve => setTimeout(resolve, 200)))
+		.finally(() => (stopping = false));
+	const outcomes: string[] = [];
+	await Promise.all(
+		Array.from({ length: 32 }, async () => {
+			while (stopping) {
+				outcomes.push(await caller.call("shelf.count", {}, { timeout: 2000 }).then(String, (err: Error) => err.name));
+				// A refusal comes back at once: let the timers run.
+				await new Promise(resolve => setImmediate(resolve));
+			}
+		}),
+	);
+	await stopped;
+	brokers = brokers.filter(broker => broker !== shelf);
+	expect(outcomes).toContain("1");
+	expect(
+		outcomes.filter(outcome => outcome !== "1" && outcome !== "ServiceNotAvailableError" && outcome !== "ServiceNotFoundError"),
+	).toEqual([]);
+});
