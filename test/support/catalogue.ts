@@ -15,7 +15,7 @@ import { apiService, type GatewayOptions } from "../../services/api.service";
 import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
 import GamesService from "../../services/games.service";
-import { startNats, type NatsServer } from "./nats";
+import { startNats, startNatsCluster, type NatsServer } from "./nats";
 
 /**
  * How the services are laid out: all in one broker, or each in a broker of its own (its own
@@ -90,6 +90,9 @@ const SCHEMAS = {
 	games: GamesService,
 } satisfies Record<ServiceName, unknown>;
 
+/** Which server of a NATS cluster (`natsCluster`) each service's broker logs in to. */
+const CLUSTER_SERVER: Record<ServiceName, number> = { api: 0, authors: 1, categories: 1, games: 2 };
+
 /** How long a catalogue may take to start: its brokers, their storage and, over NATS, discovery. */
 const START_TIMEOUT_MS = 20_000;
 
@@ -112,6 +115,11 @@ export interface CatalogueOptions {
 	gatewayBroker?: BrokerOptions;
 	/** The bytes the in-memory cache of one broker may hold (CACHE_MAX_MB); the configuration's by default. */
 	cacheMaxBytes?: number;
+	/**
+	 * Over NATS: a cluster of three nats-servers joined by routes, as the Kubernetes values run it, instead of one server for all:
+	 * the gateway on the first, authors and categories on the second, games on the third, so that every call crosses a route.
+	 */
+	natsCluster?: boolean;
 }
 
 /**
@@ -124,9 +132,13 @@ export async function startCatalogue({
 	settings,
 	gatewayBroker,
 	cacheMaxBytes = config.cacheMaxBytes,
+	natsCluster = false,
 }: CatalogueOptions = {}): Promise<Catalogue> {
 	// Over NATS with its access rules on, each broker logging in as its kind of node (docs/security.md, "The broker").
-	const nats = topology === "nats" ? await startNats(undefined, undefined, { access: true }) : undefined;
+	const cluster = topology === "nats" && natsCluster ? await startNatsCluster(3, undefined, { access: true }) : undefined;
+	const nats = topology === "nats" ? (cluster?.servers[0] ?? (await startNats(undefined, undefined, { access: true }))) : undefined;
+	const serverOf = (name: ServiceName) => cluster?.servers[CLUSTER_SERVER[name]] ?? nats!;
+	const stopNats = () => (cluster ? cluster.stop() : nats?.stop());
 	const namespace = `catalogue-test-${randomUUID()}`;
 	const broker = (options: BrokerOptions, services: ServiceName[]) => {
 		const gatewayOptions = services.includes("api") ? gatewayBroker : {};
@@ -147,7 +159,7 @@ export async function startCatalogue({
 		cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null, cacheMaxBytes });
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
-				broker({ ...clusterMember(nats, name, `${name}.test-${process.pid}`), namespace, cacher: cacher() }, [name]),
+				broker({ ...clusterMember(serverOf(name), name, `${name}.test-${process.pid}`), namespace, cacher: cacher() }, [name]),
 			)
 		: [broker({ nodeID: `test-${process.pid}`, namespace, cacher: cacher(), transporter: null }, [...SERVICE_NAMES])];
 	const [gateway] = brokers;
@@ -157,7 +169,7 @@ export async function startCatalogue({
 		await dropTestDatabase(brokers);
 		await forgetRedisCache(gateway);
 		await Promise.all(brokers.map(each => each.stop()));
-		await nats?.stop();
+		await stopNats();
 	}
 
 	const starting = (async () => {
@@ -174,7 +186,7 @@ export async function startCatalogue({
 		);
 	} catch (err) {
 		await within(5000, Promise.all(brokers.map(each => each.stop())), "").catch(() => undefined);
-		await nats?.stop();
+		await stopNats();
 		throw err;
 	}
 	return { topology, broker: gateway, brokers, nats, namespace, api: gatewayApi(gateway), stop };

@@ -31,6 +31,8 @@ export interface NatsOptions {
 	 * `anyone`. Without them (the default), every client is let in without logging in, allowed everything.
 	 */
 	access?: boolean;
+	/** More of the server's environment: each kind's password, say, in place of the test's own. */
+	env?: NodeJS.ProcessEnv;
 }
 
 /** The password of each kind of node on a test's nats-server: nats-access.conf reads them from its environment. */
@@ -57,7 +59,7 @@ async function testConfig(folder: string, access: boolean, more: string[] = []):
 export async function startNats(
 	timeoutMs = 10_000,
 	chosenConfig?: string,
-	{ port: chosenPort, niceness, access = false }: NatsOptions = {},
+	{ port: chosenPort, niceness, access = false, env }: NatsOptions = {},
 ): Promise<NatsServer> {
 	const port = chosenPort ?? (await freePort());
 	// JetStream's folder, kept across a restart of this server (the change feed's stream survives it), removed when the tests end.
@@ -71,7 +73,7 @@ export async function startNats(
 	async function start() {
 		output = "";
 		const [file, ...args] = niceness === undefined ? command : ["nice", "-n", String(niceness), ...command];
-		child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...passwords } });
+		child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...passwords, ...env } });
 		child.stdout!.on("data", chunk => (output += chunk));
 		child.stderr!.on("data", chunk => (output += chunk));
 		const failed = new Promise<never>((_, reject) => {

@@ -1,5 +1,4 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { root } from "./process";
@@ -17,10 +16,13 @@ const ENGINE = path.join(root, "deploy/local-docker/engine.sh");
 export const NODES = ["api", "authors", "categories", "games"] as const;
 export const DEPENDENCIES = ["mongo", "nats", "redis"] as const;
 
+/** What a command of .env.example prints, as an operator's shell runs it. */
+export const madeBy = (command: string) => execFileSync("bash", ["-c", command], { encoding: "utf8" }).trim();
+
 /**
  * The environment file an operator makes by following .env.example: every uncommented line as it
- * is, every credential it lists set (the users to the names it suggests, the passwords to
- * `openssl rand -hex 24`), and the gateway's port on 127.0.0.1.
+ * is, every credential it lists set (the users to the names it suggests, the passwords to what the
+ * command it names prints), and the gateway's port on 127.0.0.1.
  */
 export function stackEnvironment(apiPort: number): Record<string, string> {
 	const env: Record<string, string> = {};
@@ -28,7 +30,7 @@ export function stackEnvironment(apiPort: number): Record<string, string> {
 		const set = /^(\w+)=(.*)$/.exec(line);
 		if (set) env[set[1]] = set[2];
 		const credential = /^# (\w+_(?:USER|PASSWORD))=(.*)$/.exec(line);
-		if (credential) env[credential[1]] = credential[2].startsWith("<") ? randomBytes(24).toString("hex") : credential[2];
+		if (credential) env[credential[1]] = /^<(.*)>$/.test(credential[2]) ? madeBy(credential[2].slice(1, -1)) : credential[2];
 	}
 	return { ...env, API_PORT: String(apiPort) };
 }
