@@ -114,7 +114,7 @@ class GaplessNats extends Transporters.NATS {
 		this.subscriptions = [];
 		return super
 			.makeBalancedSubscriptions()
-			.then(() => this.client.flush())
+			.then(() => (this.client as NatsConnection).flush())
 			.then(() => {
 				// The old ones go once the others have heard the announcement that follows, as moleculer's stop waits for them to
 				// (registry.stopDelay): until then what the node no longer takes still reaches it, and it refuses it at once.

@@ -107,7 +107,7 @@ test("a node that tells another of a new service before announcing it takes the 
 	// moleculer announces a service after a debounce of a second, but answers another node's discovery with it at once.
 	shelf.createService({ name: "late", actions: { count: () => 2 } });
 	await waitFor("the shelf runs late", async () => shelf.registry.hasService("late", "shelf"), [], 5000);
-	caller.registry.discoverer.discoverNode("shelf");
+	void caller.registry.discoverer.discoverNode("shelf");
 	await waitFor("the caller hears of late", async () => caller.registry.hasService("late", "shelf"), [], 5000);
 	expect(await caller.call("late.count", {}, { timeout: 500 })).toBe(2);
 });
