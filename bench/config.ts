@@ -27,6 +27,8 @@ export interface BenchConfig {
 	chartsDir: string;
 	/** Whether the change feed's cost and delay are measured (`BENCH_FEED`, `on` or `off`, default on). */
 	feed: boolean;
+	/** Whether the broker's access rules' cost is measured (`BENCH_ACCESS`, `on` or `off`, default on). */
+	access: boolean;
 }
 
 export class BenchConfigError extends Error {}
@@ -81,5 +83,6 @@ export function readConfig(): BenchConfig {
 		// dist/bench/config.js: the repository is two folders up.
 		chartsDir: path.resolve(process.env.BENCH_CHARTS || path.join(__dirname, "../../docs/images")),
 		feed: onOrOff("BENCH_FEED"),
+		access: onOrOff("BENCH_ACCESS"),
 	};
 }

@@ -1,30 +1,15 @@
 import { connect, DeliverPolicy } from "nats";
 import { CHANGES_STREAM } from "../lib/feed/jetstream";
+import { compareOffOn, type OffOnCost, type Side } from "./compare";
 import type { BenchConfig } from "./config";
-import { describeError } from "./http";
 import type { Pinning } from "./machine";
-import { measure, percentile, type Measurement, type RunOptions } from "./measure";
+import { measure, percentile, type RunOptions } from "./measure";
 import { createScenario, updateScenario, unchanged, type Scenario } from "./scenarios";
-import { seed, type Game } from "./seed";
+import type { Game } from "./seed";
 import { startDistributed, startEmbedded, type Target } from "./servers";
-import { usageProbe } from "./usage";
 
 // What the change feed costs the writes, and how long a follower waits for a write's change (docs/performance.md, "The change
-// feed"): each layout started eight times, each from a fresh start on the same data set, with CHANGE_FEED off and on in turn.
-
-/**
- * The order of a layout's starts, the mirror of itself twice over: the drift of a run (a machine warming, another process) weighs on
- * both sides alike, and the median of four starts a side sets aside one that ran far off the others.
- */
-const ROUNDS = ["off", "on", "on", "off", "on", "off", "off", "on"] as const;
-
-/** The writes with the feed off and on, one scenario of one layout: a measurement per start. */
-export interface FeedCost {
-	target: Target["name"];
-	scenario: string;
-	off: Measurement[];
-	on: Measurement[];
-}
+// feed"): each layout started eight times with CHANGE_FEED off and on in turn (compare.ts).
 
 /** The delays from a write's answer to its change at one follower: p50 and p99 of those that arrived, in ms. */
 export interface FeedDelay {
@@ -39,7 +24,7 @@ export interface FeedDelay {
 }
 
 export interface FeedResults {
-	costs: FeedCost[];
+	costs: OffOnCost[];
 	delays: FeedDelay[];
 	errors: string[];
 }
@@ -195,51 +180,40 @@ export async function measureFeed(
 	log: (line: string) => void,
 ): Promise<FeedResults> {
 	const results: FeedResults = { costs: [], delays: [], errors: [] };
-	const layouts: [Target["name"], (feed: "on" | "off") => Promise<Target>][] = [
+	const layouts: [Target["name"], (feed: Side) => Promise<Target>][] = [
 		["embedded", feed => startEmbedded(pinning, undefined, { CHANGE_FEED: feed })],
 		["distributed", feed => startDistributed(pinning, redisUrl, undefined, { CHANGE_FEED: feed })],
 	];
 	for (const [name, start] of layouts) {
-		const costs = ["PUT /game/{id}", "PUT /game"].map((scenario): FeedCost => ({ target: name, scenario, off: [], on: [] }));
-		results.costs.push(...costs);
-		for (const [round, feed] of ROUNDS.entries()) {
-			log(`change feed, ${name}, CHANGE_FEED=${feed}: starting, seeding through HTTP`);
-			const target = await start(feed).catch((err: unknown) => {
-				results.errors.push(`${name} with CHANGE_FEED=${feed}: ${describeError(err)}`);
-			});
-			if (!target) continue;
-			const usage = usageProbe(target, redisUrl);
-			try {
-				const seeded = await seed(target.base, config, config.seedConcurrency);
+		const { costs, errors } = await compareOffOn(
+			{
+				setting: "CHANGE_FEED",
+				target: name,
+				start,
 				// The update scenario's connections each update a game of their own; the probe writes the next one.
-				const updated = seeded.games.slice(0, config.connections);
-				const update = updateScenario(updated);
-				for (const [scenario, cost] of [
-					[update, costs[0]],
-					[createScenario(seeded, config.connections), costs[1]],
-				] as const) {
-					const measured = await measure(target.base, scenario, { ...options, usage: () => usage.read() });
-					cost[feed].push(measured);
-					log(
-						`  ${scenario.name}: ${measured.failures ? `FAILED ${JSON.stringify(measured.failures)}` : `${Math.round(measured.rps)} rps`}`,
-					);
-				}
-				if (feed === "on" && round === ROUNDS.indexOf("on")) {
+				scenarios: seeded => [
+					updateScenario(seeded.games.slice(0, config.connections)),
+					createScenario(seeded, config.connections),
+				],
+				async after(target, seeded, feed, first) {
+					if (feed !== "on" || !first) return;
 					const probed = seeded.games[Math.min(config.connections, seeded.games.length - 1)];
+					const update = updateScenario(seeded.games.slice(0, config.connections));
 					const measured = await measureDelays(target, probed, update, options);
 					for (const { follower, loaded, arrived, p50, p99 } of measured)
 						log(
 							`  ${follower}${loaded ? " beside writes" : ""}: ${arrived}/${PROBES} arrived, p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
 						);
 					results.delays.push(...measured);
-				}
-			} catch (err) {
-				results.errors.push(`${name} with CHANGE_FEED=${feed}: ${describeError(err)}`);
-			} finally {
-				usage.close();
-				await target.stop();
-			}
-		}
+				},
+			},
+			config,
+			redisUrl,
+			options,
+			line => log(`change feed, ${line}`),
+		);
+		results.costs.push(...costs);
+		results.errors.push(...errors);
 	}
 	return results;
 }

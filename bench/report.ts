@@ -6,10 +6,12 @@ import type { Machine, Pinning } from "./machine";
 import { accepts } from "./processes";
 import type { Scenario } from "./scenarios";
 import { ROOT } from "./servers";
+import type { OffOnCost } from "./compare";
 import type { FeedResults } from "./feed";
 import {
 	asMarkdown,
 	capacityTable,
+	accessCostTable,
 	feedCostTable,
 	feedDelayTable,
 	growthTable,
@@ -56,13 +58,18 @@ export function settings(machine: Machine, pinning: Pinning, config: BenchConfig
 	];
 }
 
-/** Writes bench/results.md (settings, the main table and, when run, the change feed's and the growth tables); returns its path. */
-export function writeResults(
-	lines: [string, string][],
-	results: ScenarioResult[],
-	feed: FeedResults | undefined,
-	growth: GrowthResult[],
-): string {
+/** What a run measured beside the main table, each part when it was run. */
+export interface Extras {
+	feed?: FeedResults;
+	access?: OffOnCost[];
+	growth?: GrowthResult[];
+}
+
+/**
+ * Writes bench/results.md (settings, the main table and, when run, the change feed's, the access rules' and the growth tables);
+ * returns its path.
+ */
+export function writeResults(lines: [string, string][], results: ScenarioResult[], { feed, access, growth = [] }: Extras = {}): string {
 	const file = path.join(ROOT, "bench/results.md");
 	const parts = [
 		"# Benchmark results",
@@ -76,6 +83,9 @@ export function writeResults(
 					asMarkdown(feedCostTable(feed.costs)),
 					asMarkdown(feedDelayTable(feed.delays)),
 				]
+			: []),
+		...(access
+			? ["## The broker's access rules: the distributed catalogue with NATS_ACCESS off and on", asMarkdown(accessCostTable(access))]
 			: []),
 		...(growth.length > 0 ? ["## Growth: `GET /game` over more games", asMarkdown(growthTable(growth))] : []),
 	];

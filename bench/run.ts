@@ -1,19 +1,21 @@
 import { writeCharts } from "./charts";
 import { BenchConfigError, readConfig, type BenchConfig } from "./config";
-import { measureFeed, type FeedResults } from "./feed";
+import { compareOffOn } from "./compare";
+import { measureFeed } from "./feed";
 import { grow } from "./growth";
 import { describeError } from "./http";
 import { describeMachine, pinLoadGenerator, type Pinning } from "./machine";
 import { measure, type RunOptions } from "./measure";
 import { describeLookupCosts, lookupCost } from "./lookup";
 import { killAll } from "./processes";
-import { chooseCache, settings, writeResults, type CacheChoice } from "./report";
+import { chooseCache, settings, writeResults, type CacheChoice, type Extras } from "./report";
 import { capture, scenarios, type Route, type Scenario } from "./scenarios";
 import { seed } from "./seed";
 import { loopDelay, startCeiling, startDistributed, startEmbedded, type Target } from "./servers";
 import { usageProbe } from "./usage";
 import {
 	asMarkdown,
+	accessCostTable,
 	asText,
 	capacityTable,
 	feedCostTable,
@@ -29,6 +31,12 @@ import {
 // (bench/README.md). Exits 1 when a scenario was refused or a target could not be measured.
 
 const log = (line = "") => console.log(line);
+
+/**
+ * What the access rules are measured on: calls through the gateway to games alone (a page), and writes, which add games' calls of
+ * authors and categories (docs/performance.md, "The broker's access rules").
+ */
+const ACCESS_SCENARIOS = ["POST /game (page)", "PUT /game/{id}", "Mixed: 90% reads, 10% updates", "PUT /game"];
 
 /** The size of what the catalogue answers to the scenario's first request. */
 function answerBytes(routes: Route[], scenario: Scenario): number {
@@ -128,21 +136,41 @@ async function main(): Promise<number> {
 	log(`\n${lines.map(([label, value]) => `${label}: ${value}`).join("\n")}\n\n${asText(mainTable(results))}\n`);
 	log(`${asMarkdown(mainTable(results))}\n`);
 	log(`${asText(capacityTable(results))}\n\n${asMarkdown(capacityTable(results))}\n`);
-	log(`written to ${writeResults(lines, results, undefined, [])}`);
+	const extras: Extras = {};
+	log(`written to ${writeResults(lines, results, extras)}`);
 
-	let feed: FeedResults | undefined;
 	if (config.feed) {
 		log("\nchange feed: each layout with CHANGE_FEED=off, then on");
-		feed = await measureFeed(config, pinning, cache.redisUrl, options, log);
+		const feed = (extras.feed = await measureFeed(config, pinning, cache.redisUrl, options, log));
 		for (const table of [feedCostTable(feed.costs), feedDelayTable(feed.delays)]) log(`\n${asText(table)}\n\n${asMarkdown(table)}\n`);
 		problems.push(...feed.errors.map(error => `change feed: ${error}`));
-		log(`written to ${writeResults(lines, results, feed, [])}`);
+		log(`written to ${writeResults(lines, results, extras)}`);
 	}
 
-	const growth = await measureGrowth(config, pinning, cache);
+	if (config.access) {
+		log("\nthe broker's access rules: the distributed catalogue with NATS_ACCESS=off, then on");
+		const { costs, errors } = await compareOffOn(
+			{
+				setting: "NATS_ACCESS",
+				target: "distributed",
+				start: side => startDistributed(pinning, cache.redisUrl, undefined, {}, side === "on"),
+				scenarios: seeded => scenarios(seeded, config.connections).filter(({ name }) => ACCESS_SCENARIOS.includes(name)),
+			},
+			config,
+			cache.redisUrl,
+			options,
+			line => log(`access rules, ${line}`),
+		);
+		extras.access = costs;
+		log(`\n${asText(accessCostTable(costs))}\n\n${asMarkdown(accessCostTable(costs))}\n`);
+		problems.push(...errors.map(error => `access rules: ${error}`));
+		log(`written to ${writeResults(lines, results, extras)}`);
+	}
+
+	const growth = (extras.growth = await measureGrowth(config, pinning, cache));
 	if (growth.length > 0) {
 		log(`\n${asText(growthTable(growth))}\n\n${asMarkdown(growthTable(growth))}\n`);
-		log(`written to ${writeResults(lines, results, feed, growth)}`);
+		log(`written to ${writeResults(lines, results, extras)}`);
 	}
 	// The charts of docs/performance.md; a partial run draws what it measured.
 	await writeCharts(config.chartsDir, results, growth).then(

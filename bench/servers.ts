@@ -1,8 +1,9 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { SERVICE_NAMES } from "../lib/catalogue/services";
+import { NODE_KINDS, passwordVariable, type NodeKind } from "../lib/config/broker-access";
 import { send } from "./http";
 import type { Pinning } from "./machine";
 import { accepts, freePort, startChild, waitUntil, type Child } from "./processes";
@@ -98,7 +99,7 @@ const CLEARED = [
 		"CORS_ORIGINS",
 		"HEALTH_PORT",
 	],
-	...["BODY_LIMIT", "REQUEST_TIMEOUT", "STORAGE", "LOGLEVEL", "LOG_FORMAT", "CACHE_MAX_MB", "CHANGE_FEED"],
+	...["BODY_LIMIT", "REQUEST_TIMEOUT", "STORAGE", "LOGLEVEL", "LOG_FORMAT", "CACHE_MAX_MB", "CHANGE_FEED", "NATS_ACCESS"],
 ];
 
 /**
@@ -174,47 +175,73 @@ export async function startEmbedded(pinning: Pinning, profileDir?: string, more:
 
 /**
  * A nats-server of the benchmark's own on a free loopback port, configured as a cluster's
- * (nats.conf: the largest game lists cross NATS in one message, over its default limit of 1 MB).
+ * (nats.conf: the largest game lists cross NATS in one message, over its default limit of 1 MB); with
+ * `access`, nats-access.conf's rules, each kind's password made for the run, and `urlAs` each kind's URL.
  */
-async function startNats(pinning: Pinning): Promise<{ url: string; monitor: string; server: Child }> {
+async function startNats(
+	pinning: Pinning,
+	access: boolean,
+): Promise<{ url: string; urlAs(kind: NodeKind): string; monitor: string; server: Child }> {
 	const port = await freePort();
 	const monitorPort = await freePort();
-	const server = startChild("nats-server", pinning, NATS_SERVER, [
-		"-c",
-		path.join(ROOT, "nats.conf"),
-		"-a",
-		"127.0.0.1",
-		"-p",
-		String(port),
-		"-m",
-		String(monitorPort),
-		"--store_dir",
-		mkdtempSync(path.join(tmpdir(), "bench-jetstream-")),
-	]);
+	// A letter first: nats-server reads the variable's value as a configuration value, and `5e3...` as a number (docs/security.md).
+	const passwords = Object.fromEntries(NODE_KINDS.map(kind => [passwordVariable(kind), `p${randomBytes(12).toString("hex")}`]));
+	const server = startChild(
+		"nats-server",
+		pinning,
+		NATS_SERVER,
+		[
+			"-c",
+			path.join(ROOT, access ? "nats-access.conf" : "nats.conf"),
+			"-a",
+			"127.0.0.1",
+			"-p",
+			String(port),
+			"-m",
+			String(monitorPort),
+			"--store_dir",
+			mkdtempSync(path.join(tmpdir(), "bench-jetstream-")),
+		],
+		passwords,
+	);
 	try {
 		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);
 	} catch (err) {
 		await server.kill();
 		throw err;
 	}
-	return { url: `nats://127.0.0.1:${port}`, monitor: `http://127.0.0.1:${monitorPort}`, server };
+	const url = `nats://127.0.0.1:${port}`;
+	const urlAs = (kind: NodeKind) => (access ? `nats://${kind}:${passwords[passwordVariable(kind)]}@127.0.0.1:${port}` : url);
+	return { url, urlAs, monitor: `http://127.0.0.1:${monitorPort}`, server };
 }
 
 /**
  * A node per catalogue service (api, authors, categories, games) over NATS, in a fresh namespace; `redisUrl` for the cache, and
- * `more` set on every node.
+ * `more` set on every node. With `access`, NATS runs nats-access.conf's rules and each node logs in as its kind, with
+ * `NATS_ACCESS=on` (docs/security.md, "The broker").
  */
 export async function startDistributed(
 	pinning: Pinning,
 	redisUrl: string | undefined,
 	profileDir?: string,
 	more: NodeJS.ProcessEnv = {},
+	access = false,
 ): Promise<Target> {
-	const nats = await startNats(pinning);
+	const nats = await startNats(pinning, access);
 	const port = await freePort();
-	const shared = { ...more, TRANSPORTER: nats.url, NAMESPACE: `bench-${randomUUID()}`, ...(redisUrl && { REDIS_URL: redisUrl }) };
+	const shared = {
+		...more,
+		NAMESPACE: `bench-${randomUUID()}`,
+		...(redisUrl && { REDIS_URL: redisUrl }),
+		...(access && { NATS_ACCESS: "on" }),
+	};
 	const nodes = SERVICE_NAMES.map(service =>
-		startNode(service, pinning, profileDir, { ...shared, SERVICES: service, ...(service === "api" && { PORT: String(port) }) }),
+		startNode(service, pinning, profileDir, {
+			...shared,
+			SERVICES: service,
+			TRANSPORTER: nats.urlAs(service),
+			...(service === "api" && { PORT: String(port) }),
+		}),
 	);
 	const processes = [...nodes, nats.server];
 	const stop = async () => {

@@ -1,4 +1,5 @@
-import { FEED_TARGET, type FeedCost, type FeedDelay } from "./feed";
+import type { OffOnCost } from "./compare";
+import { FEED_TARGET, type FeedDelay } from "./feed";
 import type { Measurement } from "./measure";
 import { DISTRIBUTED_TARGET, type Scenario } from "./scenarios";
 
@@ -232,45 +233,54 @@ export function capacityTable(results: ScenarioResult[]): Table {
 }
 
 /**
- * The writes with the change feed off and on (feed.ts): the mean rate of each side's starts, each start's rate, and the feed-on share
- * of the feed-off rate against FEED_TARGET. A side with a refused run is not compared.
+ * A setting's cost (compare.ts): the median rate of each side's starts, each start's rate, and the on side's share of the off side's
+ * rate, against `target` when there is one. A side with a refused run is not compared.
  */
-export function feedCostTable(costs: FeedCost[]): Table {
+function offOnTable(costs: OffOnCost[], setting: string, target?: number): Table {
 	const rows = [
 		[
 			"Run",
 			"Scenario",
-			"feed off rps",
-			"feed on rps",
+			`${setting} off rps`,
+			`${setting} on rps`,
 			"each start",
 			"on / off",
-			"CPU ms per 1,000 writes, off / on",
+			"CPU ms per 1,000 requests, off / on",
 			"off / on CPU",
 			"Target",
 			"Result",
 		],
 	];
-	for (const { target, scenario, off, on } of costs) {
-		const valid = (runs: Measurement[]) => runs.length > 0 && !runs.some(run => run.failures);
-		const [offRps, onRps] = [off, on].map(runs => (valid(runs) ? median(runs.map(run => run.rps)) : undefined));
+	for (const { target: run, scenario, off, on } of costs) {
+		const valid = (runs: Measurement[]) => runs.length > 0 && !runs.some(measured => measured.failures);
+		const [offRps, onRps] = [off, on].map(runs => (valid(runs) ? median(runs.map(measured => measured.rps)) : undefined));
 		const [offCpu, onCpu] = [off, on].map(runs => (valid(runs) ? median(runs.map(cpuPer1000)) : undefined));
 		const refused = [...off, ...on].map(refusal).find(Boolean);
 		const compared = offRps !== undefined && onRps !== undefined;
+		const result = target === undefined ? "measured" : onRps! / offRps! >= target ? "PASS" : "MISS";
 		rows.push([
-			target,
+			run,
 			scenario,
 			offRps === undefined ? "—" : wholeNumber(offRps),
 			onRps === undefined ? "—" : wholeNumber(onRps),
-			[...off.map(run => `off ${wholeNumber(run.rps)}`), ...on.map(run => `on ${wholeNumber(run.rps)}`)].join(", "),
+			[...off.map(measured => `off ${wholeNumber(measured.rps)}`), ...on.map(measured => `on ${wholeNumber(measured.rps)}`)].join(
+				", ",
+			),
 			compared ? share(onRps / offRps) : "",
 			offCpu && onCpu ? `${wholeNumber(offCpu)} / ${wholeNumber(onCpu)}` : "",
 			offCpu && onCpu ? share(offCpu / onCpu) : "",
-			`≥ ${share(FEED_TARGET)} of off`,
-			compared ? (onRps / offRps >= FEED_TARGET ? "PASS" : "MISS") : (refused ?? "not run"),
+			target === undefined ? "none" : `≥ ${share(target)} of off`,
+			compared ? result : (refused ?? "not run"),
 		]);
 	}
 	return { rows, right: [false, false, true, true, false, true, true, true, false, false] };
 }
+
+/** The writes with the change feed off and on (feed.ts), against FEED_TARGET. */
+export const feedCostTable = (costs: OffOnCost[]) => offOnTable(costs, "feed", FEED_TARGET);
+
+/** The distributed catalogue with the broker's access rules off and on: measured, with no target of its own (docs/performance.md). */
+export const accessCostTable = (costs: OffOnCost[]) => offOnTable(costs, "rules");
 
 /** The middle value (the mean of the middle two of an even count). */
 function median(values: number[]): number {
