@@ -41,6 +41,32 @@ const dropping = (drops: number) =>
 				cmd === "REQ" && drops-- > 0 ? undefined : next(cmd, data, socket),
 	}) as unknown as Middleware;
 
+/** A node `shelf` whose service `shelf` counts 1, and a node `caller` that has heard of it. */
+async function shelfAndCaller(shelfOptions: ConstructorParameters<typeof ServiceBroker>[0] = {}) {
+	const ns = namespace();
+	const shelf = await node({ nodeID: "shelf", namespace: ns, ...shelfOptions });
+	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
+	const caller = await node({ nodeID: "caller", namespace: ns });
+	await Promise.all([shelf.start(), caller.start()]);
+	await caller.waitForServices("shelf", 10_000);
+	return { shelf, caller };
+}
+
+/** `shelf.count` called by `loops` callers in turn while `going()`: each call's answer, or its error's name. */
+async function countWhile(caller: ServiceBroker, going: () => boolean, loops: number, timeout: number): Promise<string[]> {
+	const outcomes: string[] = [];
+	await Promise.all(
+		Array.from({ length: loops }, async () => {
+			while (going()) {
+				outcomes.push(await caller.call("shelf.count", {}, { timeout }).then(String, (err: Error) => err.name));
+				// A refusal comes back at once: let the timers run.
+				await new Promise(resolve => setImmediate(resolve));
+			}
+		}),
+	);
+	return outcomes;
+}
+
 test("a cached read whose call was lost does not hold the reads of the same answer that come after it", async () => {
 	const ns = namespace();
 	const shelf = await node({ nodeID: "shelf", namespace: ns, middlewares: [dropping(1)] });
@@ -68,13 +94,7 @@ test("a cached read whose call was lost does not hold the reads of the same answ
 });
 
 test("a node announcing its services again drops none of the calls sent meanwhile: its new subscriptions come before the old go", async () => {
-	const ns = namespace();
-	const shelf = await node({ nodeID: "shelf", namespace: ns });
-	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
-	const caller = await node({ nodeID: "caller", namespace: ns });
-	await Promise.all([shelf.start(), caller.start()]);
-	await caller.waitForServices("shelf", 10_000);
-
+	const { shelf, caller } = await shelfAndCaller();
 	let announcing = true;
 	const announced = (async () => {
 		// What moleculer does at each change of a node's services, and after a reconnection.
@@ -84,26 +104,14 @@ test("a node announcing its services again drops none of the calls sent meanwhil
 		}
 		announcing = false;
 	})();
-	const outcomes: string[] = [];
-	await Promise.all(
-		Array.from({ length: 8 }, async () => {
-			while (announcing)
-				outcomes.push(await caller.call("shelf.count", {}, { timeout: 1000 }).then(String, (err: Error) => err.name));
-		}),
-	);
+	const outcomes = await countWhile(caller, () => announcing, 8, 1000);
 	await announced;
 	expect(outcomes.length).toBeGreaterThan(400);
 	expect(outcomes.filter(outcome => outcome !== "1")).toEqual([]);
 });
 
 test("a node that tells another of a new service before announcing it takes the service's calls at once", async () => {
-	const ns = namespace();
-	const shelf = await node({ nodeID: "shelf", namespace: ns });
-	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
-	const caller = await node({ nodeID: "caller", namespace: ns });
-	await Promise.all([shelf.start(), caller.start()]);
-	await caller.waitForServices("shelf", 10_000);
-
+	const { shelf, caller } = await shelfAndCaller();
 	// moleculer announces a service after a debounce of a second, but answers another node's discovery with it at once.
 	shelf.createService({ name: "late", actions: { count: () => 2 } });
 	await waitFor("the shelf runs late", async () => shelf.registry.hasService("late", "shelf"), [], 5000);
@@ -113,28 +121,13 @@ test("a node that tells another of a new service before announcing it takes the 
 });
 
 test("calls sent while the only node of a service stops are answered or refused at once, none left to its timeout", async () => {
-	const ns = namespace();
-	const shelf = await node({ nodeID: "shelf", namespace: ns, registry: { stopDelay: 300 } });
-	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
-	const caller = await node({ nodeID: "caller", namespace: ns });
-	await Promise.all([shelf.start(), caller.start()]);
-	await caller.waitForServices("shelf", 10_000);
-
+	const { shelf, caller } = await shelfAndCaller({ registry: { stopDelay: 300 } });
 	let stopping = true;
 	const stopped = new Promise(resolve => setTimeout(resolve, 100))
 		.then(() => shelf.stop())
 		.then(() => new Promise(resolve => setTimeout(resolve, 200)))
 		.finally(() => (stopping = false));
-	const outcomes: string[] = [];
-	await Promise.all(
-		Array.from({ length: 32 }, async () => {
-			while (stopping) {
-				outcomes.push(await caller.call("shelf.count", {}, { timeout: 2000 }).then(String, (err: Error) => err.name));
-				// A refusal comes back at once: let the timers run.
-				await new Promise(resolve => setImmediate(resolve));
-			}
-		}),
-	);
+	const outcomes = await countWhile(caller, () => stopping, 32, 2000);
 	await stopped;
 	brokers = brokers.filter(broker => broker !== shelf);
 	expect(outcomes).toContain("1");
