@@ -5,7 +5,7 @@ import type { BenchConfig } from "./config";
 import type { Pinning } from "./machine";
 import { measure, percentile, type RunOptions } from "./measure";
 import { createScenario, updateScenario, unchanged, type Scenario } from "./scenarios";
-import type { Game } from "./seed";
+import type { Game, Seeded } from "./seed";
 import { startDistributed, startEmbedded, type Target } from "./servers";
 
 // What the change feed costs the writes, and how long a follower waits for a write's change (docs/performance.md, "The change
@@ -184,22 +184,19 @@ export async function measureFeed(
 		["embedded", feed => startEmbedded(pinning, undefined, { CHANGE_FEED: feed })],
 		["distributed", feed => startDistributed(pinning, redisUrl, undefined, { CHANGE_FEED: feed })],
 	];
+	// The update scenario's connections each update a game of their own; the probe writes the next one.
+	const update = (seeded: Seeded) => updateScenario(seeded.games.slice(0, config.connections));
 	for (const [name, start] of layouts) {
 		const { costs, errors } = await compareOffOn(
 			{
 				setting: "CHANGE_FEED",
 				target: name,
 				start,
-				// The update scenario's connections each update a game of their own; the probe writes the next one.
-				scenarios: seeded => [
-					updateScenario(seeded.games.slice(0, config.connections)),
-					createScenario(seeded, config.connections),
-				],
+				scenarios: seeded => [update(seeded), createScenario(seeded, config.connections)],
 				async after(target, seeded, feed, first) {
 					if (feed !== "on" || !first) return;
 					const probed = seeded.games[Math.min(config.connections, seeded.games.length - 1)];
-					const update = updateScenario(seeded.games.slice(0, config.connections));
-					const measured = await measureDelays(target, probed, update, options);
+					const measured = await measureDelays(target, probed, update(seeded), options);
 					for (const { follower, loaded, arrived, p50, p99 } of measured)
 						log(
 							`  ${follower}${loaded ? " beside writes" : ""}: ${arrived}/${PROBES} arrived, p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
