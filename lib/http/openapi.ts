@@ -212,40 +212,6 @@ function operation(alias: string, route: Route, action: string, sources: Documen
 	};
 }
 
-/**
- * The gateway serves every path with or without a trailing slash. Where a path has a templated child (`/category/{id}`), `/category/`
- * would read as the child with an empty id, so it is listed too, with the same operations under their own operationIds.
- */
-function withTrailingSlashForms(paths: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
-	const templated = Object.keys(paths).filter(path => path.includes("{"));
-	const slashForm = (path: string, methods: Record<string, unknown>) =>
-		Object.fromEntries(
-			Object.entries(methods).map(([method, twin]) => {
-				const { operationId, description } = twin as { operationId: string; description?: string };
-				const same = `The same as \`${method.toUpperCase()} ${path}\`, written with a trailing slash.`;
-				return [
-					method,
-					{
-						...(twin as object),
-						operationId: `${operationId}.slash`,
-						description: description ? `${same} ${description}` : same,
-					},
-				];
-			}),
-		);
-	return Object.fromEntries(
-		Object.entries(paths).flatMap(([path, methods]) => {
-			const hasChild = !path.includes("{") && templated.some(child => child.startsWith(`${path}/{`));
-			return hasChild
-				? [
-						[path, methods],
-						[`${path}/`, slashForm(path, methods)],
-					]
-				: [[path, methods]];
-		}),
-	);
-}
-
 /** The document; throws when an alias leads to an action without a documentation entry. */
 export function openApiDocument(sources: DocumentSources): JsonSchema {
 	const paths: Record<string, Record<string, unknown>> = {};
@@ -261,7 +227,7 @@ export function openApiDocument(sources: DocumentSources): JsonSchema {
 		openapi: "3.1.0",
 		info: sources.info,
 		tags: [...new Set(Object.values(sources.operations).map(doc => doc.tag))].map(name => ({ name })),
-		paths: withTrailingSlashForms(paths),
+		paths,
 		components: {
 			schemas: { ...sources.schemas, Failure: failureSchema },
 			responses: { ...responses, ...signInResponses(sources.signIn) },
