@@ -35,8 +35,9 @@ const failure = (description: string, messages: string[], headers: JsonSchema): 
 
 const challenge = { "WWW-Authenticate": { description: "The Bearer challenge (RFC 6750).", schema: { type: "string" } } };
 
-/** The answers of a refused sender, referred to by the operations that check senders. */
-export function signInResponses({ provider }: SignInDoc): Record<string, JsonSchema> {
+/** The answers of a refused sender, referred to by the operations that check senders; none when no operation does. */
+export function signInResponses({ apiToken, provider }: SignInDoc): Record<string, JsonSchema> {
+	if (!apiToken && !provider) return {};
 	return {
 		Unauthorized: failure(
 			provider
@@ -55,14 +56,19 @@ export function signInResponses({ provider }: SignInDoc): Record<string, JsonSch
 	};
 }
 
-/** The schemes: API_TOKEN as a bearer token, and the provider's access tokens (JWTs) when sign-in is on. */
-export function securitySchemes({ provider }: SignInDoc): Record<string, JsonSchema> {
+/**
+ * The schemes the running gateway accepts: API_TOKEN as a bearer token when it is set, the provider's access tokens (JWTs) when
+ * sign-in is on. With neither there is none, and the docs page has no "Authorize".
+ */
+export function securitySchemes({ apiToken, provider }: SignInDoc): Record<string, JsonSchema> {
 	return {
-		bearerToken: {
-			type: "http",
-			scheme: "bearer",
-			description: "API_TOKEN, when the gateway runs with one: PUT and DELETE need it.",
-		},
+		...(apiToken && {
+			bearerToken: {
+				type: "http",
+				scheme: "bearer",
+				description: "API_TOKEN, which this gateway runs with: PUT and DELETE need it.",
+			},
+		}),
 		...(provider && {
 			signIn: {
 				type: "http",
@@ -77,7 +83,10 @@ export function securitySchemes({ provider }: SignInDoc): Record<string, JsonSch
 	};
 }
 
-/** An operation's `security`, and the refusals it may answer. */
+/**
+ * An operation's `security`, and the refusals it may answer: only where the running gateway asks a credential for it (a lock on the
+ * docs page), so with neither API_TOKEN nor sign-in no operation has one.
+ */
 export function operationSecurity(
 	sign: SignInDoc,
 	method: string,
@@ -85,11 +94,7 @@ export function operationSecurity(
 ): { security?: JsonSchema[]; responses: Record<number, JsonSchema> } {
 	const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 	const need = sign.need({ method: method.toUpperCase(), action });
-	// Without either, writes are open: the document still shows where API_TOKEN would go.
-	if (need === "nothing")
-		return WRITE_METHODS.has(method.toUpperCase()) && !sign.apiToken && !sign.provider
-			? { security: [{ bearerToken: [] }, {}], responses: { 401: ref("Unauthorized") } }
-			: { responses: {} };
+	if (need === "nothing") return { responses: {} };
 	const schemes = [...(sign.apiToken ? ["bearerToken"] : []), ...(sign.provider ? ["signIn"] : [])];
 	return {
 		security: schemes.map(name => ({ [name]: [] })),

@@ -223,6 +223,7 @@ export function openApiDocument(sources: DocumentSources): JsonSchema {
 		const built = operation(alias, route, action, sources, operationId);
 		paths[built.path] = { ...paths[built.path], [built.method]: built.operation };
 	}
+	const schemes = securitySchemes(sources.signIn);
 	return {
 		openapi: "3.1.0",
 		info: sources.info,
@@ -231,7 +232,8 @@ export function openApiDocument(sources: DocumentSources): JsonSchema {
 		components: {
 			schemas: { ...sources.schemas, Failure: failureSchema },
 			responses: { ...responses, ...signInResponses(sources.signIn) },
-			securitySchemes: securitySchemes(sources.signIn),
+			// None when no operation asks a credential: an empty map would still show Swagger UI's "Authorize".
+			...(Object.keys(schemes).length > 0 && { securitySchemes: schemes }),
 		},
 	};
 }

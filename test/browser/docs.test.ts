@@ -66,6 +66,9 @@ describe("the docs page in Chromium", () => {
 				),
 			);
 		expect(listed.sort()).toEqual(documented.sort());
+		// Without API_TOKEN or sign-in writes are open: no operation shows a lock, and there is nothing to authorize.
+		expect(await page.locator(".opblock .authorization__btn").count()).toBe(0);
+		expect(await page.locator(".btn.authorize").count()).toBe(0);
 
 		const before = counter.calls.get("categories.list") ?? 0;
 		const operation = page.locator(".opblock-get", { has: page.locator('.opblock-summary-path[data-path="/category"]') });
@@ -104,6 +107,11 @@ describe("the docs page in Chromium", () => {
 			const page = await browser.newPage();
 			const problems = watch(page);
 			await page.goto(`${signedIn.api.url}/docs/`);
+			// With sign-in, reads public: a lock on each write (PUT, DELETE), none on a read.
+			const locked = page.locator(".opblock", { has: page.locator(".authorization__btn") });
+			await locked.first().waitFor({ timeout: 15_000 });
+			const lockedMethods = await locked.locator(".opblock-summary-method").allInnerTexts();
+			expect([...new Set(lockedMethods)].sort()).toEqual(["DELETE", "PUT"]);
 			await page.locator(".btn.authorize").click();
 			const scheme = page.locator(".auth-container", { hasText: "signIn" });
 			await scheme.locator("input").fill(token);

