@@ -31,6 +31,7 @@ export const texts = {
 	complexTitlePattern: "The 'title' filter is too complex a pattern",
 	unprintableText: "The '{field}' field must not contain control characters or invalid Unicode.",
 	malformedJson: "The request body is not valid JSON",
+	bodyNotJson: "The request body is read as JSON only: send it with Content-Type: application/json",
 	bodyTooLarge: "The request body is too large",
 	bodyTooDeep: "The request body is nested too deeply",
 	urlTooLong: "The request URL is too long",
@@ -48,6 +49,9 @@ export const texts = {
 		"Sign-in is not set up correctly on this gateway: its operator must correct the AUTH_* settings (its log says how)",
 	originNotAllowed: "Requests from this origin are not allowed",
 	notFound: "Not found",
+	methodNotAllowed: "This path does not answer {method}; it answers {allowed}",
+	createdWithPut: "Records are created with PUT {path}, not POST; this path answers {allowed}",
+	unknownSortProperty: "The 'pageable.sort' property '{actual}' is not one of {expected}.",
 	unavailable: "The service is temporarily unavailable",
 	writesRefused: "The store cannot store writes",
 	internal: "Internal server error",
@@ -60,7 +64,7 @@ export const texts = {
 		"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.",
 	outboxStalled: "The change feed has not been published for {seconds} s",
 	feedOff: "This catalogue keeps no change feed (CHANGE_FEED=off): follow it by reading the lists again",
-	unknownKinds: "The 'kinds' field must list kinds of record (category, author, game), separated by commas.",
+	unknownKinds: "The 'kinds' field is '{actual}'; it must list kinds of record (category, author, game), separated by commas.",
 } as const;
 
 export type ErrorText = (typeof texts)[keyof typeof texts];
@@ -92,6 +96,18 @@ export const storageFailure = (text: ErrorText) => new CatalogueError(text, STOR
 export const duplicateInBatch = (id: string) => new CatalogueError(texts.importedTwice, "DUPLICATE_ID", { id });
 /** An import batch with an id that another writer (an import at the same time) stored between the batch's look-up and its insert. */
 export const storedMeanwhile = () => new CatalogueError(texts.importedMeanwhile, "STORED_MEANWHILE");
+
+/** The type of the 405 of a method a path does not answer (lib/http/methods.ts); its data's `allow` is the Allow header. */
+export const METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED";
+/** 405 for `method` on a path that answers `allowed`; a POST where `collection` creates with PUT is told so. */
+export function methodNotAllowed(method: string, allowed: string[], collection?: string) {
+	const allow = allowed.join(", ");
+	const text =
+		method === "POST" && collection !== undefined
+			? texts.createdWithPut.replace("{path}", collection)
+			: texts.methodNotAllowed.replace("{method}", method);
+	return new Errors.MoleculerClientError(text.replace("{allowed}", allow), 405, METHOD_NOT_ALLOWED, { allow });
+}
 
 /** A request that needs a bearer token and has none (`NO_TOKEN`) or an unusable one (`INVALID_TOKEN`): 401. */
 export const tokenRefused = (text: ErrorText, sent: boolean) =>

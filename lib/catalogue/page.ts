@@ -1,5 +1,6 @@
 /** The page request and answer of POST /author and POST /game, independent of storage. */
 
+import { texts } from "./errors";
 import { wholeNumber } from "./params";
 
 export const DEFAULT_PAGE_SIZE = 5;
@@ -39,13 +40,15 @@ export interface Page<T> {
 /**
  * The validation rule of `pageable` for records sorted on `fields`: both numbers required, whole
  * and in range; `sort` one order or a list of at most one order per field; extra keys dropped.
+ * One order is taken as a list of one (`convert`), so a wrong one gets one message, not one per
+ * form it could have had.
  */
 export function pageableRule(fields: readonly string[]) {
 	const sortOrder = {
 		type: "object",
 		strict: "remove",
 		props: {
-			property: { type: "enum", values: fields, optional: true },
+			property: { type: "enum", values: fields, optional: true, messages: { enumValue: texts.unknownSortProperty } },
 			direction: { type: "string", optional: true },
 		},
 	} as const;
@@ -55,10 +58,7 @@ export function pageableRule(fields: readonly string[]) {
 		props: {
 			pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
 			pageSize: wholeNumber(0, MAX_PAGE_SIZE),
-			sort: [
-				{ ...sortOrder, optional: true },
-				{ type: "array", items: sortOrder, max: fields.length, optional: true },
-			],
+			sort: { type: "array", convert: true, items: sortOrder, max: fields.length, optional: true },
 		},
 	} as const;
 }

@@ -19,6 +19,8 @@ export interface RuleObject {
 	props?: Params;
 	items?: Rule;
 	values?: readonly unknown[];
+	/** An array rule's: a single value is taken as a list of one. */
+	convert?: boolean;
 	/** lib/catalogue/params.ts wholeNumber: a whole number min..max, or the same as text. */
 	wholeNumber?: { min: number; max: number; text: string };
 }
@@ -83,12 +85,15 @@ export function ruleSchema(rule: Rule): JsonSchema {
 			return { enum: [...(object.values ?? [])] };
 		case "object":
 			return objectSchema(object.props ?? {});
-		case "array":
-			return {
+		case "array": {
+			const array = {
 				type: "array",
 				...(object.items !== undefined && { items: ruleSchema(object.items) }),
 				...(object.max !== undefined && { maxItems: object.max }),
 			};
+			// Converted, one item is as good as the list of it.
+			return object.convert && object.items !== undefined ? { oneOf: [ruleSchema(object.items), array] } : array;
+		}
 	}
 	throw new Error(`lib/http/json-schema.ts cannot document a fastest-validator rule of type "${object.type}"`);
 }

@@ -87,6 +87,16 @@ describe("POST /author (page)", () => {
 		expect(answer.body.msg).toContain(`'${field}`);
 	});
 
+	test.each([
+		["an object", { property: "age" }, "pageable.sort[0].property"],
+		["a list", [{ property: "name" }, { property: "age", direction: "desc" }], "pageable.sort[1].property"],
+	])("a sort property that is no author field, sent as %s, is one error naming it and the fields", async (_case, sort, field) => {
+		const answer = await page({ pageNumber: 0, pageSize: 5, sort });
+		const msg = "The 'pageable.sort' property 'age' is not one of id, name, nationality.";
+		expect(answer.status).toBe(400);
+		expect(answer.body).toEqual({ msg, errors: [{ field, message: msg, type: "enumValue" }] });
+	});
+
 	test("sort { property, direction: 'desc' } orders descending by that property", async () => {
 		const { body } = await page({ pageNumber: 0, pageSize: 10, sort: { property: "name", direction: "desc" } });
 		expect(names(body.content)).toEqual(["Fay", "Eve", "Dan", "Carl", "Bea", "Alba", "Alba"]);

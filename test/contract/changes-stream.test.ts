@@ -88,7 +88,12 @@ describe("GET /changes", () => {
 
 	test.each([
 		["a Last-Event-ID it did not give", "", { "Last-Event-ID": "games:1" }, texts.notAPosition],
-		["an unknown kind", "?kinds=player", {}, texts.unknownKinds],
+		[
+			"an unknown kind, named",
+			"?kinds=game,player",
+			{},
+			"The 'kinds' field is 'game,player'; it must list kinds of record (category, author, game), separated by commas.",
+		],
 	])("%s: 400 with a msg", async (_case, query, headers, msg) => {
 		const stream = await follow(query, headers);
 		expect(stream.status).toBe(400);

@@ -131,6 +131,13 @@ describe("POST /game (page)", () => {
 		expect(answer.body.msg).toContain(`'${field}`);
 	});
 
+	test("a sort property that is no game field is one error naming it and the fields", async () => {
+		const answer = await search({ pageNumber: 0, pageSize: 5, sort: { property: "name" } });
+		expect(answer.status).toBe(400);
+		expect(answer.body.msg).toBe("The 'pageable.sort' property 'name' is not one of id, title, age.");
+		expect(answer.body.errors).toHaveLength(1);
+	});
+
 	test("sort by title, ascending and descending (text as stored: capitals first)", async () => {
 		const ascending = ["Agricola", "CATAN: Seafarers", "Catan", "Lost Cities", "Modern Art", "Ra", "Tigris & Euphrates"];
 		expect(titles((await search({ ...all, sort: { property: "title" } })).body.content)).toEqual(ascending);

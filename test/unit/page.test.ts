@@ -80,7 +80,7 @@ describe("sortKeys", () => {
 });
 
 describe("pageableRule", () => {
-	/** The errors as "field: type"; a `sort` that fits neither alternative has an error for each. */
+	/** The errors as "field: type". */
 	const check = (fields: readonly string[], pageable: unknown) => {
 		const result = new Validator({ useNewCustomCheckerFunction: true }).validate({ pageable }, { pageable: pageableRule(fields) });
 		return result === true ? [] : (result as { field: string; type: string }[]).map(({ field, type }) => `${field}: ${type}`);
@@ -89,12 +89,21 @@ describe("pageableRule", () => {
 	test("the sort properties are the record's own fields", () => {
 		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "title" } })).toEqual([]);
 		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: [{ property: "age" }, { property: "id" }] })).toEqual([]);
-		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "name" } })).toContain(
-			"pageable.sort.property: enumValue",
+		expect(check(GAME_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "name" } })).toEqual([
+			"pageable.sort[0].property: enumValue",
+		]);
+		expect(check(AUTHOR_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "age" } })).toEqual([
+			"pageable.sort[0].property: enumValue",
+		]);
+	});
+
+	test("one order is taken as a list of one, so a wrong one is one error", () => {
+		const params = { pageable: { pageNumber: 0, pageSize: 5, sort: { property: "name", direction: "desc" } } };
+		expect(new Validator({ useNewCustomCheckerFunction: true }).validate(params, { pageable: pageableRule(AUTHOR_SORT.fields) })).toBe(
+			true,
 		);
-		expect(check(AUTHOR_SORT.fields, { pageNumber: 0, pageSize: 5, sort: { property: "age" } })).toContain(
-			"pageable.sort.property: enumValue",
-		);
+		expect(params.pageable.sort).toEqual([{ property: "name", direction: "desc" }]);
+		expect(check(AUTHOR_SORT.fields, { pageNumber: 0, pageSize: 5, sort: "name" })).toEqual(["pageable.sort[0]: object"]);
 	});
 
 	test("a sort list has at most one order per field", () => {
