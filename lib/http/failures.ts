@@ -1,4 +1,12 @@
-import { isUnreachable, NO_WRITE_ROLE, PROVIDER_UNREACHABLE, SIGN_IN_MISCONFIGURED, STREAMS_FULL, texts } from "../catalogue/errors";
+import {
+	isUnreachable,
+	METHOD_NOT_ALLOWED,
+	NO_WRITE_ROLE,
+	PROVIDER_UNREACHABLE,
+	SIGN_IN_MISCONFIGURED,
+	STREAMS_FULL,
+	texts,
+} from "../catalogue/errors";
 
 interface FieldError {
 	field: string;
@@ -79,6 +87,12 @@ export function toFailure(error: unknown): Failure {
 			return { status: 503, body: { msg: texts.signInMisconfigured } };
 		case err.type === STREAMS_FULL:
 			return { status: 503, body: { msg: texts.streamsFull }, headers: { "Retry-After": "5" } };
+		case err.code === 405 && err.type === METHOD_NOT_ALLOWED:
+			return {
+				status: 405,
+				body: { msg: String(err.message) },
+				headers: { Allow: (err.data as { allow?: string } | undefined)?.allow ?? "" },
+			};
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
 		case err.name === "RequestTimeoutError":

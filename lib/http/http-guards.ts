@@ -6,6 +6,7 @@ import helmet from "helmet";
 import ApiGateway from "moleculer-web";
 import { texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
+import { isRouted } from "./methods";
 
 /** Connect-style middleware, as moleculer-web runs them in a route's `use`. */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -32,6 +33,21 @@ export const checkJsonBody: Middleware = (req, _res, next) => {
 	if (isNestedDeeperThan(body, MAX_JSON_DEPTH)) return next(refused(400, texts.bodyTooDeep, "BODY_TOO_DEEP"));
 	dropPrototypeKeys(body);
 	next();
+};
+
+/** The methods whose operations take a body (the OpenAPI document lists their 413 and 415). */
+const BODY_METHODS = new Set(["PUT", "POST"]);
+
+/**
+ * 415 for a PUT or POST whose body is not sent as JSON (text/plain, a form, no Content-Type): the body parser reads only
+ * `application/json` and leaves any other body unread, so the action would answer for a body it never saw. A request without
+ * a body passes, and so does one its path does not take (the 404 or 405 says more).
+ */
+export const jsonBodyOnly: Middleware = (req, _res, next) => {
+	const sent = Number(req.headers["content-length"]) > 0 || req.headers["transfer-encoding"] !== undefined;
+	const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+	const refuse = sent && type !== "application/json" && BODY_METHODS.has(req.method ?? "") && isRouted(req);
+	next(refuse ? refused(415, texts.bodyNotJson, "BODY_NOT_JSON") : undefined);
 };
 
 /**

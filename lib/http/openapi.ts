@@ -55,11 +55,11 @@ const failure = (description: string, example: string, headers?: JsonSchema): Js
 
 /** The failures every route may answer, referred to by the operations they apply to. */
 const responses = {
-	NotFound: failure("A route or method the gateway does not serve.", texts.notFound),
+	NotFound: failure("A route the gateway does not serve.", texts.notFound),
 	FeedOff: failure("The catalogue was started with CHANGE_FEED=off: it keeps no change feed.", texts.feedOff),
 	TooLarge: failure("A body over BODY_LIMIT (100 kB by default).", texts.bodyTooLarge),
 	UnsupportedBody: failure(
-		"A body in a charset or a Content-Encoding the gateway cannot read; the `msg` names it.",
+		"A body not sent as `Content-Type: application/json`, or in a charset or a Content-Encoding the gateway cannot read; the `msg` says which.",
 		'unsupported charset "KLINGON"',
 	),
 	UrlTooLong: failure("A URL, path and query string together, over 4096 characters.", texts.urlTooLong),

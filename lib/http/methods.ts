@@ -1,0 +1,41 @@
+/**
+ * Which methods a path answers, read from the aliases moleculer-web made of the alias tables (services/api.routes.ts): the 405
+ * of a method a path does not answer, and its `Allow` header, come from the very table that routes the requests.
+ */
+import type { IncomingMessage } from "node:http";
+import { methodNotAllowed } from "../catalogue/errors";
+
+/** An alias as moleculer-web keeps it, in its service's `aliases`. */
+export interface GatewayAlias {
+	method: string;
+	fullPath: string;
+	match(url: string): unknown;
+}
+
+/** What moleculer-web notes on a request it routes: its service, and the path without the query or a trailing slash. */
+type RoutedRequest = IncomingMessage & { $service?: { aliases?: GatewayAlias[] }; parsedUrl?: string };
+
+/** The methods aliased at `path`, each once, in alphabetical order; none for a path no alias has. */
+const methodsAt = (aliases: readonly GatewayAlias[], path: string): string[] => methodsOf(aliases.filter(alias => alias.match(path)));
+const methodsOf = (aliases: readonly GatewayAlias[]) => [...new Set(aliases.map(alias => alias.method))].sort();
+
+/** Whether the request's method is one its path answers: a request no alias takes goes on to the 404 or the 405. */
+export function isRouted(req: IncomingMessage): boolean {
+	const { $service, parsedUrl, method } = req as RoutedRequest;
+	return parsedUrl === undefined || methodsAt($service?.aliases ?? [], parsedUrl).includes(method ?? "");
+}
+
+/**
+ * The answer to a request that no alias took (moleculer-web's NotFoundError): a 405 naming the methods its path answers, when
+ * some alias has the path; `err` otherwise, a 404. A POST on a collection that takes PUT is told that PUT creates. OPTIONS is
+ * left to CORS (a preflight, or the 404 of lib/http/http-guards.ts refuseOptions).
+ */
+export function unrouted(aliases: readonly GatewayAlias[], req: IncomingMessage, err: Error): Error {
+	const { parsedUrl, method } = req as RoutedRequest;
+	if (err.name !== "NotFoundError" || parsedUrl === undefined || !method || method === "OPTIONS") return err;
+	const here = aliases.filter(alias => alias.match(parsedUrl));
+	if (here.length === 0) return err;
+	const allowed = methodsOf(here);
+	const collection = here.find(alias => alias.method === "PUT" && !alias.fullPath.includes(":"))?.fullPath;
+	return methodNotAllowed(method, allowed, collection);
+}
