@@ -5,6 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import type { CatalogueConfig } from "../lib/config/config";
 import { WRITE_METHODS, type SignInDoc } from "../lib/http/openapi-security";
+import { isListedOrigin } from "../lib/http/origins";
 import type { Need } from "../lib/sign-in/sign-in";
 
 /** The whole HTTP surface: only these paths reach the services. */
@@ -77,7 +78,7 @@ export const signInDoc = (options: Pick<CatalogueConfig, "apiToken" | "signIn">)
 export function corsPolicy(origins: string[]) {
 	if (origins.length === 0) return undefined;
 	return {
-		origin: origins.includes("*") ? "*" : (origin: string) => origins.includes(origin),
+		origin: origins.includes("*") ? "*" : (origin: string) => isListedOrigin(origins, origin),
 		methods: ["GET", "PUT", "POST", "DELETE"],
 		allowedHeaders: ["Content-Type", "Authorization"],
 		exposedHeaders: ["Retry-After", "WWW-Authenticate", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],

@@ -41,6 +41,16 @@ function parseRaw(answer: string): { status: number; body: unknown; head: string
 	return { status: Number(head.split(" ")[1]), body: JSON.parse(body), head };
 }
 
+/** The gateway's warnings from now on: call `lines()` to read them, `stop()` to stop listening. */
+function gatewayWarnings(catalogue: Catalogue) {
+	const { logger } = localService<{ logger: { warn(...args: unknown[]): void } }>(catalogue, "api");
+	const spy = jest.spyOn(logger, "warn");
+	return {
+		lines: () => spy.mock.calls.map(call => call.join(" ")).filter(line => line.startsWith("A browser at")),
+		stop: () => spy.mockRestore(),
+	};
+}
+
 /** Nested arrays `depth` deep around a string: `[["x"]]` is depth 2. */
 const nested = (depth: number) => "[".repeat(depth) + '"x"' + "]".repeat(depth);
 
@@ -169,6 +179,21 @@ describe("limits and headers (default settings)", () => {
 		expect(preflight.status).toBe(404);
 	});
 
+	test("a browser at another origin is told of once per origin, naming CORS_ORIGINS; the gateway's own origin is not", async () => {
+		const warnings = gatewayWarnings(catalogue());
+		try {
+			const { host } = new URL(api().url);
+			for (const origin of ["http://localhost:5173", "http://localhost:5173", "https://other.example", `http://${host}`])
+				expect((await api().send("GET", "/author", undefined, undefined, { Origin: origin })).status).toBe(200);
+			expect(warnings.lines()).toEqual([
+				"A browser at http://localhost:5173 called the API; its answers carry no Access-Control-Allow-Origin: add it to CORS_ORIGINS to let it read them",
+				"A browser at https://other.example called the API; its answers carry no Access-Control-Allow-Origin: add it to CORS_ORIGINS to let it read them",
+			]);
+		} finally {
+			warnings.stop();
+		}
+	});
+
 	test("an OPTIONS request naming a write method runs nothing: 404, the store unchanged", async () => {
 		const before = (await api().get("/author")).body;
 		const answer = await api().send("OPTIONS", "/author", { name: "Via", nationality: "Options" }, undefined, {
@@ -279,7 +304,7 @@ describe("RATE_LIMIT_WINDOW", () => {
 });
 
 describe("CORS_ORIGINS", () => {
-	const { api } = catalogueWith({ settings: { corsOrigins: ["https://app.example.com", "http://localhost:5173"] } });
+	const { api, catalogue } = catalogueWith({ settings: { corsOrigins: ["https://app.example.com", "http://localhost:5173"] } });
 	const from = (origin: string, headers: Record<string, string> = {}) => ({ Origin: origin, ...headers });
 
 	test("a listed origin is allowed, on answers and on failures", async () => {
@@ -327,6 +352,19 @@ describe("CORS_ORIGINS", () => {
 			expect(answer.status).toBe(204);
 		}
 		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("an origin not listed is told of once, naming CORS_ORIGINS; a listed one is not", async () => {
+		const warnings = gatewayWarnings(catalogue());
+		try {
+			for (const origin of ["https://staging.example.com", "https://app.example.com", "https://staging.example.com"])
+				await api().send("GET", "/author", undefined, undefined, from(origin));
+			expect(warnings.lines()).toEqual([
+				"A browser at https://staging.example.com called the API and was refused (403): add it to CORS_ORIGINS to let it call",
+			]);
+		} finally {
+			warnings.stop();
+		}
 	});
 
 	test("a request without an Origin (not from a browser) is served as usual", async () => {
