@@ -1,3 +1,5 @@
+// First: reads .env, then the configuration, and ends the process with one line on a bad setting.
+import { orExit } from "./lib/config/load";
 import type { BrokerOptions, Errors } from "moleculer";
 import { cacherOptions } from "./lib/cache/cache";
 import { config } from "./lib/config/config";
@@ -13,6 +15,7 @@ import { noSecretsInOptions } from "./middlewares/no-secrets.middleware";
 import { readinessProbe } from "./middlewares/readiness.middleware";
 import { writeAudit } from "./middlewares/write-audit.middleware";
 import { startTimeout } from "./middlewares/start-timeout.middleware";
+import { readyLineOf } from "./middlewares/ready-line.middleware";
 import { catalogueCommands } from "./repl/commands";
 
 /**
@@ -64,8 +67,10 @@ const brokerOptions: BrokerOptions = {
 		startTimeout({
 			timeoutMs: config.startTimeoutMs,
 			transporter: config.transporter && hideCredentials(config.transporter),
+			redis: config.redisUrl && hideCredentials(config.redisUrl),
 			storage: describeStorage(config),
 		}),
+		readyLineOf(describeStorage(config)),
 		drainGateway(config.requestTimeoutMs),
 		callsByAction,
 		noSecretsInOptions,
@@ -77,7 +82,8 @@ const brokerOptions: BrokerOptions = {
 };
 
 /** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (docs/security.md), read here, at start. */
-const transporter: BrokerOptions["transporter"] = config.transporter ? natsTransporter(config.transporter, byKind ? kind : null) : null;
+const natsUrl = config.transporter;
+const transporter: BrokerOptions["transporter"] = natsUrl ? orExit(() => natsTransporter(natsUrl, byKind ? kind : null)) : null;
 
 // moleculer-runner replaces every option named like a variable of the environment with its text:
 // TRANSPORTER would become the bare URL, which moleculer reads itself (a token as a user name,

@@ -1,10 +1,13 @@
-import type { Middleware, Service, ServiceBroker } from "moleculer";
+import type { Logger, Middleware, Service, ServiceBroker } from "moleculer";
+import { redisUnreachable, storageUnreachable, transporterUnreachable } from "../lib/config/start-failures";
 
 export interface StartTimeoutOptions {
 	/** How long start-up may take. */
 	timeoutMs: number;
 	/** Where the transporter is, for the message (credentials already hidden). */
 	transporter: string | null;
+	/** Where the shared cache is (REDIS_URL, credentials already hidden), for the message. */
+	redis: string | null;
 	/** Where the records are, for the message. */
 	storage: string;
 }
@@ -14,21 +17,24 @@ export interface StartTimeoutOptions {
  * broker has not started within `timeoutMs`: moleculer retries the transporter, and moleculer-db
  * its storage, for ever, so an unreachable NATS or MongoDB would otherwise hang the node silently.
  */
-export function startTimeout({ timeoutMs, transporter, storage }: StartTimeoutOptions): Middleware {
+export function startTimeout({ timeoutMs, transporter, redis, storage }: StartTimeoutOptions): Middleware {
 	// Each broker's own, as one configuration may start several brokers in one process (the tests, a tool beside a node).
 	const timers = new WeakMap<ServiceBroker, NodeJS.Timeout>();
 	const waitingFor = new WeakMap<ServiceBroker, Set<string>>();
 	const seconds = timeoutMs / 1000;
 
 	function reason(broker: ServiceBroker): string {
-		if (broker.transit && !broker.transit.connected)
-			return `Could not connect to the transporter at ${transporter} within ${seconds} s; giving up.`;
+		if (broker.transit && !broker.transit.connected) return transporterUnreachable(transporter ?? "", seconds);
+		if (redis && (broker.cacher as { connected?: boolean } | undefined)?.connected === false) return redisUnreachable(redis, seconds);
 		const services = [...(waitingFor.get(broker) ?? [])].join(", ");
-		return `Could not start within ${seconds} s: ${services} could not reach the storage (${storage}); giving up.`;
+		return storageUnreachable(services, storage, seconds);
 	}
 
 	return {
 		name: "StartTimeout",
+		created(broker: ServiceBroker) {
+			if (broker.transit) quietWhileStarting(broker, [broker.transit.logger, broker.transit.tx.logger]);
+		},
 		async starting(broker: ServiceBroker) {
 			const timer = setTimeout(() => {
 				broker.logger.fatal(reason(broker));
@@ -51,4 +57,16 @@ export function startTimeout({ timeoutMs, transporter, storage }: StartTimeoutOp
 			clearTimeout(timers.get(broker));
 		},
 	};
+}
+
+/**
+ * moleculer says each failed attempt to reach the transporter at start as an error and a warning: these are info until the broker
+ * has started, as the start timeout says the failure once, naming TRANSPORTER. Once started, they are what they were.
+ */
+function quietWhileStarting(broker: ServiceBroker, loggers: Logger[]): void {
+	for (const logger of loggers)
+		for (const level of ["error", "warn"] as const) {
+			const said = logger[level].bind(logger);
+			logger[level] = (...args: unknown[]) => (broker.started ? said(...args) : logger.info(...args));
+		}
 }

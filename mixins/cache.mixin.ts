@@ -26,7 +26,8 @@ const staleNews = (service: string) => `cache.stale.${service}`;
  * For a node that caches: it hears the news of the writes Redis did not record, for the services
  * `services` names, or by default those its cached answers are made of (the gateway's, for all
  * three, since it looks cached reads up itself). With Redis, the node starts once it has checked
- * the cache's epoch there: without Redis, it cannot tell an answer from before a write.
+ * the cache's epoch there, however long Redis takes to answer (START_TIMEOUT ends the wait): without Redis, it cannot tell an
+ * answer from before a write.
  */
 export function generationNews(services?: readonly string[]): Partial<ServiceSchema> {
 	/** The services whose news a service with this schema hears. */
@@ -47,10 +48,7 @@ export function generationNews(services?: readonly string[]): Partial<ServiceSch
 		},
 		async started(this: Service) {
 			const { cacher } = this.broker;
-			if (cacher instanceof RedisAnswers)
-				await cacher.checkEpoch().catch((err: Error) => {
-					throw new Error(`${this.name} cannot start without the cache generations in the Redis of REDIS_URL: ${err.message}`);
-				});
+			if (cacher instanceof RedisAnswers) await cacher.epochAtStart();
 		},
 	} as Partial<ServiceSchema>;
 }

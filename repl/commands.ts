@@ -1,6 +1,8 @@
 import type { ReplOptions, ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { config } from "../lib/config/config";
+import { NO_CLUSTER } from "../lib/config/start-failures";
+import { aloneWithoutCluster } from "../middlewares/ready-line.middleware";
 import { noFilesToBackUp } from "../lib/storage/location";
 import type { OrphanGame } from "../services/games.types";
 import type { Change, FeedPage } from "../lib/feed/changes";
@@ -13,8 +15,12 @@ type Arguments = Record<string, string>;
 /** A node that has just joined may not have heard of the others yet: wait this long for them. */
 const DISCOVERY_WAIT_MS = 5000;
 
-/** Waits until the data services are known, or the wait is over: the commands report those still missing. */
-function discovered(broker: ServiceBroker): Promise<unknown> {
+/**
+ * Waits until the data services are known, or the wait is over: the commands report those still missing. A REPL with no
+ * services and no TRANSPORTER does not wait for services that cannot come: it says how to reach them (NO_CLUSTER).
+ */
+async function discovered(broker: ServiceBroker): Promise<unknown> {
+	if (aloneWithoutCluster(broker)) throw new Error(NO_CLUSTER);
 	return broker.waitForServices([...DATA_SERVICE_NAMES], DISCOVERY_WAIT_MS).catch(() => undefined);
 }
 
@@ -108,7 +114,8 @@ function printing(command: (broker: ServiceBroker, args: Arguments) => Promise<s
 		try {
 			console.log(await command(broker, args as unknown as Arguments));
 		} catch (err) {
-			console.log(`Failed: ${(err as Error).message}`);
+			const { message } = err as Error;
+			console.log(message === NO_CLUSTER ? message : `Failed: ${message}`);
 		}
 	};
 }

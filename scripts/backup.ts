@@ -1,3 +1,5 @@
+// First: reads .env, then the configuration (a bad setting is one line).
+import "../lib/config/load";
 import { config } from "../lib/config/config";
 import { backupDataDir, backupText } from "../lib/storage/backup";
 import { noFilesToBackUp } from "../lib/storage/location";

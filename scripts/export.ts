@@ -1,3 +1,5 @@
+// First: reads .env, then the configuration (a bad setting is one line).
+import "../lib/config/load";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, open, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -1,3 +1,5 @@
+// First: reads .env, then the configuration (a bad setting is one line).
+import "../lib/config/load";
 import { access } from "node:fs/promises";
 import type { ServiceBroker } from "moleculer";
 import { TRANSFER_BATCH } from "../lib/transfer/format";

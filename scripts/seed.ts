@@ -1,3 +1,5 @@
+// First: reads .env, then the configuration (a bad setting is one line).
+import "../lib/config/load";
 import type { Author, AuthorBody } from "../services/authors.types";
 import type { Category } from "../services/categories.types";
 import type { GameBody, ListedGame } from "../services/games.types";

@@ -3,6 +3,8 @@ import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import { Cachers, type ServiceBroker } from "moleculer";
 import { within } from "../async/within";
+import { redisAnswersAgain, redisNotAnswering } from "../config/start-failures";
+import { hideCredentials } from "../config/uris";
 import type { Encoding } from "../http/compression";
 import { answerCacheMiddleware, storedBytes, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
 import { generationsKey } from "./keys";
@@ -98,6 +100,9 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 	/** This node's recent answers by name, with their keys: used only when Redis says the key is current, so Redis sends no bytes. */
 	private readonly near: LRUCache<string, { key: string; answer: StoredAnswer }> | null;
 
+	/** REDIS_URL without its password, for the log lines. */
+	private readonly shownUrl: string;
+
 	constructor(options: RedisAnswersOptions) {
 		// ioredis takes the URL as it is; moleculer's types only know its options object.
 		super(options as unknown as ConstructorParameters<typeof Cachers.Redis>[0]);
@@ -109,10 +114,12 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 						sizeCalculation: ({ key, answer }) => storedBytes(answer, key),
 					})
 				: null;
+		this.shownUrl = hideCredentials(options.redis);
 	}
 
 	override init(broker: ServiceBroker): void {
 		super.init(broker);
+		this.sayFailuresOnce(broker);
 		this.generations = generationsKey(broker.namespace);
 		this.client.defineCommand("catalogueLookup", { numberOfKeys: 1, lua: LOOKUP });
 		this.client.defineCommand("catalogueAdopt", { numberOfKeys: 1, lua: ADOPT_EPOCH });
@@ -125,6 +132,38 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 			this.epochChecked = false;
 			this.connection++;
 		});
+	}
+
+	/**
+	 * In place of moleculer's error listener, which logs each of ioredis's reconnection attempts with its stack: one line when
+	 * Redis stops answering (info while the node starts: the start timeout says it, naming REDIS_URL), one when it answers again.
+	 */
+	private sayFailuresOnce(broker: ServiceBroker): void {
+		let failing = false;
+		this.client.removeAllListeners("error");
+		this.client.on("error", (err: Error & { code?: string }) => {
+			(this as unknown as { connected: boolean }).connected = false;
+			if (failing) return;
+			failing = true;
+			const line = redisNotAnswering(this.shownUrl, err.code ?? err.message);
+			if (broker.started) this.logger.warn(line);
+			else this.logger.info(line);
+		});
+		this.client.on("ready", () => {
+			if (failing) this.logger.info(redisAnswersAgain(this.shownUrl));
+			failing = false;
+		});
+	}
+
+	/** Waits, for as long as it takes, until this connection has checked the epoch: the start timeout ends a wait too long. */
+	async epochAtStart(): Promise<void> {
+		for (;;) {
+			try {
+				return await this.checkEpoch();
+			} catch {
+				if (this.client.status !== "ready") await new Promise(resolve => this.client.once("ready", resolve));
+			}
+		}
 	}
 
 	/** Resolves once this connection has checked the epoch; Redis commands wait meanwhile, and fail after ioredis's reconnection attempts. */
@@ -267,9 +306,12 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		return super.clean(match);
 	}
 
+	/** A Redis that does not answer is not waited for on the way out: `quit` would wait out ioredis's retries (SIGTERM at start). */
 	override close(): Promise<void> {
 		if (this.settling) clearInterval(this.settling);
-		return super.close();
+		if (this.client.status === "ready") return super.close();
+		this.client.disconnect();
+		return Promise.resolve();
 	}
 
 	override middleware() {

@@ -106,7 +106,9 @@ export type TrustProxy = { hops: number } | { proxies: string[] };
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+	override name = "ConfigError";
+}
 
 function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
 	if ((allowed as readonly string[]).includes(value)) return value as T;

@@ -74,14 +74,14 @@ export interface Node {
 /**
  * Starts moleculer-runner with the built config and SERVICEDIR=dist/services, the way `npm start`
  * does; `env` chooses the node (SERVICES, TRANSPORTER, NAMESPACE, PORT...). With `repl`, the node
- * opens moleculer's REPL (`--repl`) on a standard input the test writes to. Returns at once.
+ * opens moleculer's REPL (`--repl`) on a standard input the test writes to; `cwd` is where it runs (and reads .env). Returns at once.
  */
-export function startNode(env: NodeJS.ProcessEnv, { repl = false } = {}): Node {
-	if (!existsSync(path.join(root, "dist/moleculer.config.js")))
-		throw new Error("dist/ is missing: run `npm run build` (npm test does it first)");
-	const child = spawn(process.execPath, [runner, "--config", "dist/moleculer.config.js", ...(repl ? ["--repl"] : [])], {
-		cwd: root,
-		env: { ...process.env, LOGLEVEL: "warn", SERVICEDIR: "dist/services", ...env },
+export function startNode(env: NodeJS.ProcessEnv, { repl = false, cwd = root } = {}): Node {
+	const config = path.join(root, "dist/moleculer.config.js");
+	if (!existsSync(config)) throw new Error("dist/ is missing: run `npm run build` (npm test does it first)");
+	const child = spawn(process.execPath, [runner, "--config", config, ...(repl ? ["--repl"] : [])], {
+		cwd,
+		env: { ...process.env, LOGLEVEL: "warn", SERVICEDIR: path.join(root, "dist/services"), ...env },
 		stdio: [repl ? "pipe" : "ignore", "pipe", "pipe"],
 	});
 	let output = "";

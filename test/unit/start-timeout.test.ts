@@ -12,7 +12,7 @@ const broker = (nodeID: string) => ({ nodeID, logger: { fatal: jest.fn() } }) as
 async function exitsAfter(steps: (middleware: Hooks) => Promise<void>): Promise<unknown[][]> {
 	const exit = jest.spyOn(process, "exit").mockImplementation((() => undefined) as never);
 	try {
-		await steps(startTimeout({ timeoutMs: 100, transporter: null, storage: "memory" }) as unknown as Hooks);
+		await steps(startTimeout({ timeoutMs: 100, transporter: null, redis: null, storage: "memory" }) as unknown as Hooks);
 		await new Promise(resolve => setTimeout(resolve, 250));
 		return exit.mock.calls;
 	} finally {
