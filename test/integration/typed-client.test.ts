@@ -70,35 +70,35 @@ const shown = (game: ListedGame) => [game.title, game.age, game.category.name, g
 /** Calls every operation of the document, each answer kept in the front-end's own types. */
 export async function everyOperation() {
 	const eurogames: { category: Category } = ok(await client.PUT("/category", { body: { name: "Eurogames" } }));
-	const family: { category: Category } = ok(await client.PUT("/category/", { body: { name: "Family" } }));
+	const family: { category: Category } = ok(await client.PUT("/category", { body: { name: "Family" } }));
 	const familyId = { path: { id: family.category.id } };
 	const renamed: 1 = ok(await client.PUT("/category/{id}", { params: familyId, body: { name: "Family games" } }));
 	const categories: Category[] = ok(await client.GET("/category", { params: { query: { name: "euro" } } }));
-	const sameCategories: Category[] = ok(await client.GET("/category/", { params: { query: { name: "euro" } } }));
+	const sameCategories: Category[] = ok(await client.GET("/category", { params: { query: { name: "euro" } } }));
 	const category: Category = ok(await client.GET("/category/{id}", { params: { path: { id: eurogames.category.id } } }));
 
 	const knizia: { author: Author } = ok(await client.PUT("/author", { body: { name: "Reiner Knizia", nationality: "German" } }));
-	const rosenberg: { author: Author } = ok(await client.PUT("/author/", { body: { name: "Uwe Rosenberg", nationality: "Germany" } }));
+	const rosenberg: { author: Author } = ok(await client.PUT("/author", { body: { name: "Uwe Rosenberg", nationality: "Germany" } }));
 	const rosenbergId = { path: { id: rosenberg.author.id } };
 	const changed: 1 = ok(await client.PUT("/author/{id}", { params: rosenbergId, body: { name: "Uwe Rosenberg", nationality: "German" } }));
 	const authors: Author[] = ok(await client.GET("/author"));
-	const sameAuthors: Author[] = ok(await client.GET("/author/"));
+	const sameAuthors: Author[] = ok(await client.GET("/author"));
 	const authorPage: Page<Author> = ok(
 		await client.POST("/author", { body: { pageable: { pageNumber: 0, pageSize: 5, sort: [{ property: "nationality", direction: "desc" }] } } }),
 	);
-	const sameAuthorPage: Page<Author> = ok(await client.POST("/author/", { body: { pageable: { pageNumber: "1", pageSize: 0 } } }));
+	const sameAuthorPage: Page<Author> = ok(await client.POST("/author", { body: { pageable: { pageNumber: "1", pageSize: 0 } } }));
 	const author: Author = ok(await client.GET("/author/{id}", { params: { path: { id: knizia.author.id } } }));
 
 	const body = { title: "Tigris & Euphrates", age: 12, category: { id: category.id }, author: { id: author.id } };
 	const tigris: { game: Game } = ok(await client.PUT("/game", { body }));
-	const lostCities: { game: Game } = ok(await client.PUT("/game/", { body: { ...body, title: "Lost Cities", age: "10" } }));
+	const lostCities: { game: Game } = ok(await client.PUT("/game", { body: { ...body, title: "Lost Cities", age: "10" } }));
 	const lostCitiesId = { path: { id: lostCities.game.id } };
 	const replaced: 1 = ok(await client.PUT("/game/{id}", { params: lostCitiesId, body: { ...body, title: "Lost Cities", age: 10 } }));
 	const games: ListedGame[] = ok(await client.GET("/game", { params: { query: { title: "tigris", idCategory: category.id } } }));
-	const sameGames: ListedGame[] = ok(await client.GET("/game/"));
+	const sameGames: ListedGame[] = ok(await client.GET("/game"));
 	const anySegment: ListedGame[] = ok(await client.GET("/game/{query}", { params: { path: { query: "ignored" } } }));
 	const gamePage: Page<ListedGame> = ok(await client.POST("/game", { body: { pageable: { pageNumber: 0, pageSize: 10 }, title: "lost" } }));
-	const sameGamePage: Page<ListedGame> = ok(await client.POST("/game/", { body: { pageable: { pageNumber: 1, pageSize: 1 } } }));
+	const sameGamePage: Page<ListedGame> = ok(await client.POST("/game", { body: { pageable: { pageNumber: 1, pageSize: 1 } } }));
 	const [first] = games;
 	const firstListed: { category: string; nationality: string } = { category: first.category.name, nationality: first.author.nationality };
 
