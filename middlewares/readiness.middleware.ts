@@ -31,6 +31,12 @@ async function isReady(broker: ServiceBroker): Promise<boolean> {
 	return nats ? natsAnswers(nats) : true;
 }
 
+/** Whether some node, this one or another, offers `action` now. */
+function discovered(broker: ServiceBroker, action: string): boolean {
+	const registry = broker.registry as unknown as { getActionEndpoints(name: string): { hasAvailable(): boolean } | undefined };
+	return registry.getActionEndpoints(action)?.hasAvailable() ?? false;
+}
+
 /**
  * Ready: the node is (isReady above), and every catalogue service its own services need answers
  * its `ready` action (mixins/db.mixin.ts), here or on another node: a round trip that also reads
@@ -42,10 +48,13 @@ async function readiness(broker: ServiceBroker): Promise<Readiness> {
 	const needed = new Set(broker.services.flatMap(service => needs(service.name)));
 	const answers = await Promise.all(
 		[...needed].sort().map(name =>
-			broker.call(`${name}.ready`, {}, { timeout: RTT_TIMEOUT_MS, retries: 0 }).then(
-				() => null,
-				(err: unknown) => waitingOn(name, err),
-			),
+			// A service not discovered yet is waited for without a call, which moleculer would log as a warning at every start.
+			!discovered(broker, `${name}.ready`)
+				? Promise.resolve(name)
+				: broker.call(`${name}.ready`, {}, { timeout: RTT_TIMEOUT_MS, retries: 0 }).then(
+						() => null,
+						(err: unknown) => waitingOn(name, err),
+					),
 		),
 	);
 	// What a service of this node says it waits for itself (the gateway: its sign-in's keys).
