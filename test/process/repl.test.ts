@@ -1,3 +1,4 @@
+import { NO_CLUSTER } from "../../lib/config/start-failures";
 import { Api, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 import { freePort } from "../support/process";
 import { PROMPT_SHOWN, ReplSession } from "../support/repl";
@@ -76,6 +77,25 @@ describe("npm start -- --repl: a node that runs the services with the REPL attac
 		expect(counts).toMatch(/categories\s+1\b/);
 		expect(counts).toMatch(/games\s+1\b/);
 		expect(await repl.type("integrity")).toContain("Integrity check passed");
+		expect(await repl.quit()).toBe(0);
+	});
+});
+
+describe("npm run repl without TRANSPORTER: no cluster to join", () => {
+	let repl: ReplSession | undefined;
+	afterAll(() => repl?.kill());
+
+	test("says so at its start and answers the catalogue's commands with how to join one, without waiting", async () => {
+		// As `npm run repl` starts it: no SERVICES and no SERVICEDIR; and no TRANSPORTER.
+		repl = new ReplSession({ SERVICES: "", SERVICEDIR: "", TRANSPORTER: "" });
+		const started = await repl.waitFor(PROMPT_SHOWN);
+		expect(started).toContain(NO_CLUSTER);
+		const asked = Date.now();
+		const counts = await repl.type("counts");
+		expect(counts.trim()).toBe(NO_CLUSTER);
+		// The wait for services that would come over NATS is 5 s.
+		expect(Date.now() - asked).toBeLessThan(2000);
+		expect(await repl.type("integrity")).toContain(NO_CLUSTER);
 		expect(await repl.quit()).toBe(0);
 	});
 });
