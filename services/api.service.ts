@@ -12,7 +12,10 @@ import { rateLimitSettings } from "../lib/http/rate-limit";
 import { docsActions, docsRoute } from "../lib/http/docs-page";
 import { sentAnswer, wishOf, type ResponseMeta } from "../lib/http/sent-answers";
 import { toFailure } from "../lib/http/failures";
+import { unrouted, type GatewayAlias } from "../lib/http/methods";
+import { UnlistedOrigins } from "../lib/http/origins";
 import { texts } from "../lib/catalogue/errors";
+import { portInUse } from "../lib/config/start-failures";
 import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
 import { brokerHealth } from "../middlewares/readiness.middleware";
@@ -23,6 +26,7 @@ import {
 	assignRequestId,
 	checkJsonBody,
 	conditionalOnlyForReads,
+	jsonBodyOnly,
 	limitUrlLength,
 	queryOnlyForReads,
 	refuseOptions,
@@ -96,7 +100,14 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					autoAliases: false,
 					aliases,
 					bodyParsers: { json: { limit: options.bodyLimit } },
-					use: [limitUrlLength, checkJsonBody, queryOnlyForReads, conditionalOnlyForReads, ...(cors ? [] : [refuseOptions])],
+					use: [
+						limitUrlLength,
+						jsonBodyOnly,
+						checkJsonBody,
+						queryOnlyForReads,
+						conditionalOnlyForReads,
+						...(cors ? [] : [refuseOptions]),
+					],
 					cors,
 					rateLimit: rateLimitPolicy("catalogue"),
 					// Who sends a write (or, with AUTH_READS=user, a read): lib/sign-in/sign-in.ts.
@@ -142,8 +153,14 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				docsRoute(docsAliases, rateLimitPolicy("docs")),
 			],
 			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/http/failures.ts.
-			onError(this: Service & { refusals: RefusalLog }, req: IncomingMessage, res: ServerResponse, err: Error) {
-				const { status, body, headers } = toFailure(err);
+			onError(
+				this: Service & { refusals: RefusalLog; aliases: GatewayAlias[] },
+				req: IncomingMessage,
+				res: ServerResponse,
+				err: Error,
+			) {
+				// A method the path does not answer is a 405 with Allow (lib/http/methods.ts); only an unknown path is a 404.
+				const { status, body, headers } = toFailure(unrouted(this.aliases, req, err));
 				// A failed read has no tag: the one onBeforeCall set named the answer it did not get.
 				res.removeHeader("ETag");
 				// A refusal is one warning per kind a while (lib/http/refusals.ts); any other failure of the gateway's is a fault.
@@ -239,10 +256,18 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 		},
 		created() {
 			const server = this.server as Server;
+			// Before moleculer-web's own listener, which logs the error with its stack: one line naming PORT, and exit code 1.
+			server.prependListener("error", (err: NodeJS.ErrnoException) => {
+				if (err.code !== "EADDRINUSE") return;
+				this.logger.fatal(portInUse(options.port));
+				process.exit(1);
+			});
+			const unlistedOrigins = new UnlistedOrigins(this.logger, options.corsOrigins);
 			// Ahead of moleculer-web's own handler, so every answer carries the headers, 404s included.
 			server.prependListener("request", (req, res) => {
 				assignRequestId(req, res);
 				securityHeaders(req, res, () => undefined);
+				unlistedOrigins.note(req);
 			});
 			server.on("clientError", answerClientError);
 			const refusals = (this.refusals = new RefusalLog(this.logger));
