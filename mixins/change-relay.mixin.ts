@@ -89,7 +89,8 @@ export function changeRelay(kind: Kind) {
 		methods: {
 			relayChanges() {
 				const { relay } = this;
-				if (!natsConnection(this.broker) || relay.stopped) return;
+				// Not before the store is connected: moleculer starts the first-listed mixin, the store, after this one.
+				if (!natsConnection(this.broker) || relay.stopped || !this.storeConnected) return;
 				if (relay.running) {
 					relay.again = true;
 					return;

@@ -44,6 +44,8 @@ export interface Store<T extends Row = Row> {
 	_remove(ctx: Context, params: { id: string }): Promise<unknown>;
 	transformDocuments(ctx: Context, params: FindParams, docs: Record<string, unknown>[]): Promise<unknown[]>;
 	transformDocuments(ctx: Context, params: FindParams, doc: Record<string, unknown>): Promise<T>;
+	/** Set once the store is connected and prepared: the mixins' timers (the feed's relay) wait for it. */
+	storeConnected?: boolean;
 	/** Tells moleculer-db (its cache, its hooks) that a record was written outside moleculer-db's own actions. */
 	entityChanged(type: "created" | "updated" | "removed", record: T, ctx: Context): Promise<void>;
 }
@@ -140,7 +142,10 @@ export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
 		},
 		async afterConnected(this: Store & Pick<Service, "logger">) {
 			const feedless = await prepareStore(this.adapter, indexed, config.changeFeed);
-			if (feedless === undefined) return;
+			if (feedless === undefined) {
+				this.storeConnected = true;
+				return;
+			}
 			// One line and the end, as for an unusable DATA_DIR: every recorded write would fail.
 			this.logger.fatal(
 				`MONGO_URI's MongoDB cannot keep the change feed: ${feedless}. Make it a replica set (docs/storage.md), or start with CHANGE_FEED=off.`,
