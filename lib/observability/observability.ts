@@ -1,15 +1,35 @@
 import { createHash } from "node:crypto";
 import { format, inspect } from "node:util";
-import { Loggers, TracerExporters, type BrokerOptions, type TracerOptions } from "moleculer";
+import type { Server } from "node:http";
+import { Loggers, MetricReporters, TracerExporters, type BrokerOptions, type MetricRegistry, type TracerOptions } from "moleculer";
 import type { CatalogueConfig } from "../config/config";
+import { portInUse } from "../config/start-failures";
 
 /** Where Prometheus scrapes a node: METRICS_PORT, this path. */
 const METRICS_PATH = "/metrics";
 
+/** moleculer's Prometheus reporter, whose port in use would crash the process unhandled: one line naming METRICS_PORT instead. */
+class PrometheusReporter extends MetricReporters.Prometheus {
+	override init(registry: MetricRegistry): void {
+		super.init(registry);
+		const { server, opts } = this as unknown as { server: Server; opts: { port: number } };
+		server.on("error", (err: NodeJS.ErrnoException) => {
+			if (err.code !== "EADDRINUSE") throw err;
+			registry.logger.fatal(portInUse("METRICS_PORT", opts.port));
+			process.exit(1);
+		});
+	}
+}
+
 /** Prometheus at METRICS_PORT; off without it (nodes sharing a machine would fight over one port). */
 export function metricsOptions({ metricsPort }: Pick<CatalogueConfig, "metricsPort">): BrokerOptions["metrics"] {
 	if (metricsPort === null) return undefined;
-	return { enabled: true, reporter: { type: "Prometheus", options: { port: metricsPort, path: METRICS_PATH } } };
+	// moleculer takes a reporter object as it takes a type name; its typings list only the names.
+	const reporter = new PrometheusReporter({ port: metricsPort, path: METRICS_PATH }) as unknown as Extract<
+		BrokerOptions["metrics"],
+		object
+	>["reporter"];
+	return { enabled: true, reporter };
 }
 
 const LEVELS = Loggers.LEVELS;
@@ -27,13 +47,23 @@ class StreamLogger extends Loggers.Console {
 		const enabled = LEVELS.indexOf(level);
 		const formatter = this.getFormatter(bindings);
 		const secrets = ((this.opts as { redact?: string[] }).redact ?? []).filter(secret => secret.length >= MIN_REDACTED);
+		const stacks = enabled >= LEVELS.indexOf("debug");
 		return (type: string, args: unknown[]) => {
 			if (LEVELS.indexOf(type) > enabled) return;
-			let line = format(...formatter(type, args));
+			let line = format(...formatter(type, stacks ? args : args.map(arg => (arg instanceof Error ? errorLine(arg) : arg))));
 			for (const secret of secrets) if (line.includes(secret)) line = line.replaceAll(secret, "***");
 			(TO_STDERR.has(type) ? process.stderr : process.stdout).write(`${line}\n`);
 		};
 	}
+}
+
+/**
+ * An Error as one line: its name, message and code. Below LOGLEVEL=debug every error is logged so (docs/observability.md): a line
+ * is one event, and the stack, which says where in the code, is for the one who debugs it.
+ */
+function errorLine(err: Error & { code?: string | number }): string {
+	const code = err.code === undefined || err.message.includes(String(err.code)) ? "" : ` (${String(err.code)})`;
+	return `${err.name}: ${err.message}${code}`;
 }
 
 /** Shorter secrets are not looked for in log lines: they would blot out ordinary text. */
@@ -96,13 +126,37 @@ class ZipkinExporter extends TracerExporters.Zipkin {
 	}
 }
 
+/** The console exporter's spans in progress, by span id: each with its children's ids. */
+type PrintedSpans = Record<string, { span: { traceID: string }; children: string[] }>;
+
+/**
+ * moleculer's console exporter, each tree headed by its trace id, the request id, where moleculer's prints the id of the tree's first
+ * span (a context id nobody sent). It prints the id it is handed: the tree is lent under its trace id for the print.
+ */
+class ConsoleExporter extends TracerExporters.Console {
+	override printRequest(id: string): void {
+		const spans = (this as unknown as { spans: PrintedSpans }).spans;
+		const traceID = spans[id]?.span.traceID;
+		if (!traceID || traceID === id) return super.printRequest(id);
+		const other = spans[traceID];
+		spans[traceID] = spans[id];
+		try {
+			super.printRequest(traceID);
+		} finally {
+			if (other) spans[traceID] = other;
+			else delete spans[traceID];
+		}
+	}
+}
+
 /** Every request traced, its spans sent where TRACE_EXPORTER says; off without it. */
 export function tracingOptions({ tracing }: Pick<CatalogueConfig, "tracing">): BrokerOptions["tracing"] {
 	if (tracing === null) return undefined;
 	// Every action's span names who sent the request (ctx.meta.user, lib/sign-in/sign-in.ts) beside its params.
 	const tags = { action: { params: true, meta: ["user"] } };
-	if (tracing.exporter === "console") return { enabled: true, exporter: { type: "Console" }, tags };
 	// moleculer takes an exporter object as it takes a type name (tracing/exporters resolve()); its typings list only the names.
-	const exporter = new ZipkinExporter({ baseURL: tracing.url }) as unknown as TracerOptions["exporter"];
+	const exporter = (tracing.exporter === "console"
+		? new ConsoleExporter({})
+		: new ZipkinExporter({ baseURL: tracing.url })) as unknown as TracerOptions["exporter"];
 	return { enabled: true, exporter, tags };
 }

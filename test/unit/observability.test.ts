@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { format } from "node:util";
-import { ServiceBroker, type BrokerOptions } from "moleculer";
+import { MetricReporters, ServiceBroker, TracerExporters, type BrokerOptions } from "moleculer";
+import { config } from "../../lib/config/config";
 import { accessEntry } from "../../lib/http/access-log";
 import {
 	jsonLogLine,
@@ -10,13 +11,19 @@ import {
 	tracingOptions,
 	zipkinTraceId,
 } from "../../lib/observability/observability";
+import { apiService } from "../../services/api.service";
+import { gatewayApi } from "../support/catalogue";
+import { waitFor } from "../support/process";
 
 describe("broker options from the configuration", () => {
 	test("metrics: Prometheus on METRICS_PORT at /metrics, or nothing", () => {
-		expect(metricsOptions({ metricsPort: 3030 })).toEqual({
-			enabled: true,
-			reporter: { type: "Prometheus", options: { port: 3030, path: "/metrics" } },
-		});
+		const metrics = metricsOptions({ metricsPort: 3030 }) as unknown as {
+			enabled: boolean;
+			reporter: InstanceType<typeof MetricReporters.Prometheus>;
+		};
+		expect(metrics.enabled).toBe(true);
+		expect(metrics.reporter).toBeInstanceOf(MetricReporters.Prometheus);
+		expect(metrics.reporter.opts).toMatchObject({ port: 3030, path: "/metrics" });
 		expect(metricsOptions({ metricsPort: null })).toBeUndefined();
 	});
 
@@ -34,11 +41,13 @@ describe("broker options from the configuration", () => {
 
 	test("tracing: off, the console, or Zipkin at ZIPKIN_URL", () => {
 		expect(tracingOptions({ tracing: null })).toBeUndefined();
-		expect(tracingOptions({ tracing: { exporter: "console" } })).toMatchObject({ enabled: true, exporter: { type: "Console" } });
 		const zipkin = tracingOptions({ tracing: { exporter: "zipkin", url: "http://zipkin:9411" } }) as unknown as {
 			exporter: { opts: { baseURL: string } };
 		};
 		expect(zipkin.exporter.opts.baseURL).toBe("http://zipkin:9411");
+		const printing = tracingOptions({ tracing: { exporter: "console" } }) as { enabled: boolean; exporter: object };
+		expect(printing.enabled).toBe(true);
+		expect(printing.exporter).toBeInstanceOf(TracerExporters.Console);
 	});
 
 	test("every action's span names the request's sender (ctx.meta.user) beside its params", async () => {
@@ -80,6 +89,76 @@ describe("broker options from the configuration", () => {
 		const [exporter] = (broker.tracer as unknown as { exporter: { convertID(id: string): string }[] }).exporter;
 		expect(exporter.convertID("abc-123")).toBe(zipkinTraceId("abc-123"));
 		await broker.stop();
+	});
+});
+
+describe("a request's spans: its id is their trace id (docs/observability.md)", () => {
+	type Span = { name: string; traceID: string; tags: { requestID?: string } };
+	const spans: Span[] = [];
+	const printed: string[] = [];
+	let broker: ServiceBroker;
+
+	beforeAll(async () => {
+		// The console exporter as TRACE_EXPORTER=console makes it, and moleculer's Event exporter to read the spans themselves.
+		const { exporter: printer, ...options } = tracingOptions({ tracing: { exporter: "console" } }) as { exporter: object };
+		jest.spyOn(printer as { log(...args: unknown[]): void }, "log").mockImplementation((...args) => void printed.push(format(...args)));
+		broker = new ServiceBroker({
+			logger: false,
+			tracing: { ...options, exporter: [printer, { type: "Event", options: { interval: 0 } }] } as BrokerOptions["tracing"],
+		});
+		broker.createService(apiService({ ...config, port: 0 }));
+		// A read that reaches a second service, as GET /game reaches categories and authors.
+		broker.createService({ name: "categories", actions: { list: ctx => ctx.call("authors.list") } });
+		broker.createService({ name: "authors", actions: { list: () => [] } });
+		broker.createService({
+			name: "spans",
+			events: {
+				"$tracing.spans": (ctx: { params: Span[] }) => {
+					spans.push(...ctx.params);
+				},
+			},
+		});
+		await broker.start();
+	});
+	afterAll(async () => {
+		await broker.stop();
+		jest.restoreAllMocks();
+	});
+
+	/** The spans of the request answered with `requestId`, once its last one has been exported. */
+	async function spansOf(requestId: string): Promise<Span[]> {
+		await waitFor(`the spans of ${requestId}`, async () =>
+			spans.some(span => span.tags.requestID === requestId && span.name.startsWith("GET")),
+		);
+		return spans.filter(span => span.tags.requestID === requestId);
+	}
+
+	test("X-Request-ID is the trace id of every span of the request, the gateway's and each service's", async () => {
+		const answer = await gatewayApi(broker).send("GET", "/category", undefined, undefined, { "X-Request-ID": "trace-me-1" });
+		expect(answer.status).toBe(200);
+		const ofRequest = await spansOf("trace-me-1");
+		expect(ofRequest.map(span => span.name).sort()).toEqual(["GET /category", "action 'authors.list'", "action 'categories.list'"]);
+		expect(new Set(ofRequest.map(span => span.traceID))).toEqual(new Set(["trace-me-1"]));
+	});
+
+	test("without X-Request-ID, the id the gateway gives the request and answers is the trace id", async () => {
+		const answer = await gatewayApi(broker).get("/category");
+		const requestId = answer.headers.get("x-request-id")!;
+		expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+		const ofRequest = await spansOf(requestId);
+		expect(ofRequest.map(span => span.name)).toContain("action 'authors.list'");
+		expect(new Set(ofRequest.map(span => span.traceID))).toEqual(new Set([requestId]));
+	});
+
+	test("TRACE_EXPORTER=console heads each request's tree with its trace id, the request id", async () => {
+		await gatewayApi(broker).send("GET", "/category", undefined, undefined, { "X-Request-ID": "trace-me-2" });
+		await spansOf("trace-me-2");
+		const lines = printed.map(line => line.replace(/\u001b\[[0-9;]*m/g, ""));
+		const heading = lines.findIndex(line => /\bID: trace-me-2\b/.test(line));
+		expect(heading).toBeGreaterThanOrEqual(0);
+		expect(lines.slice(heading, heading + 6).join("\n")).toMatch(
+			/GET \/category[\s\S]*action 'categories\.list'[\s\S]*action 'authors\.list'/,
+		);
 	});
 });
 
@@ -126,7 +205,8 @@ test("the Stream logger writes every secret it was given as ***, whoever logs it
 		const broker = new ServiceBroker({
 			nodeID: "node-1",
 			logger: loggerOptions({ logFormat: "text" }, ["Pa55-w0rd", "abc"]),
-			logLevel: "info",
+			// At debug an error is printed with its fields (below it, one line: test/unit/error-line.test.ts).
+			logLevel: "debug",
 		});
 		broker.getLogger("cacher").error(Object.assign(new Error("WRONGPASS"), { command: { name: "auth", args: ["Pa55-w0rd"] } }));
 		broker.getLogger("api").info("short secrets are left alone: abc");
