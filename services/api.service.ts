@@ -259,7 +259,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			// Before moleculer-web's own listener, which logs the error with its stack: one line naming PORT, and exit code 1.
 			server.prependListener("error", (err: NodeJS.ErrnoException) => {
 				if (err.code !== "EADDRINUSE") return;
-				this.logger.fatal(portInUse(options.port));
+				this.logger.fatal(portInUse("PORT", options.port));
 				process.exit(1);
 			});
 			const unlistedOrigins = new UnlistedOrigins(this.logger, options.corsOrigins);

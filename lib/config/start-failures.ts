@@ -6,8 +6,9 @@
 /** A ConfigError's text, said before the logger exists. */
 export const badSetting = (message: string) => `${message}. Correct it in the environment or in .env, then start again.`;
 
-export const portInUse = (port: number) =>
-	`PORT ${port} is already in use by another process: stop that process, or set PORT to a free port (0 picks one).`;
+/** `variable`: PORT, HEALTH_PORT or METRICS_PORT. */
+export const portInUse = (variable: string, port: number) =>
+	`${variable} ${port} is already in use by another process: stop that process, or set ${variable} to a free port.`;
 
 export const transporterUnreachable = (url: string, seconds: number) =>
 	`Could not connect to the transporter at ${url} within ${seconds} s; giving up. Start NATS there, or correct TRANSPORTER.`;

@@ -120,7 +120,10 @@ test("the README's distributed block as written, without MongoDB: a game with it
 	const game = await api.put("/game", { title: "Go", age: 8, category: { id: category.id }, author: { id: author.id } });
 	expect(game.status).toBe(200);
 	// The authors node asked the games node before refusing.
-	expect(await api.delete(`/author/${author.id}`)).toMatchObject({ status: 400, body: { msg: "There are games related to this author" } });
+	expect(await api.delete(`/author/${author.id}`)).toMatchObject({
+		status: 400,
+		body: { msg: "There are games related to this author" },
+	});
 	await node.stop();
 	expect(node.output().match(/ServiceBroker is stopped. Good bye./g)).toHaveLength(4);
 	expect(node.output().match(UNEXPLAINED)).toBeNull();

@@ -74,8 +74,22 @@ const cases: [string, (heldPort: number) => Promise<NodeJS.ProcessEnv>, (heldPor
 		"a port in use",
 		async heldPort => ({ PORT: String(heldPort) }),
 		port =>
+			new RegExp(`FATAL .*API: PORT ${port} is already in use by another process: stop that process, or set PORT to a free port\\.$`),
+	],
+	[
+		"a HEALTH_PORT in use",
+		async heldPort => ({ HEALTH_PORT: String(heldPort) }),
+		port =>
 			new RegExp(
-				`FATAL .*API: PORT ${port} is already in use by another process: stop that process, or set PORT to a free port \\(0 picks one\\)\\.$`,
+				`FATAL .*BROKER: HEALTH_PORT ${port} is already in use by another process: stop that process, or set HEALTH_PORT to a free port\\.$`,
+			),
+	],
+	[
+		"a METRICS_PORT in use",
+		async heldPort => ({ METRICS_PORT: String(heldPort) }),
+		port =>
+			new RegExp(
+				`FATAL .*METRICS: METRICS_PORT ${port} is already in use by another process: stop that process, or set METRICS_PORT to a free port\\.$`,
 			),
 	],
 	[
