@@ -60,5 +60,5 @@ test("writes need the provider's token with the write role, and the log says who
 test("AUTH_ISSUER without AUTH_AUDIENCE ends the node at once with the reason", async () => {
 	const node = startNode({ STORAGE: "memory", PORT: "0", AUTH_ISSUER: provider.issuer });
 	expect(await node.exited).toBe(1);
-	expect(node.output()).toContain("ConfigError: AUTH_ISSUER needs AUTH_AUDIENCE");
+	expect(node.output()).toContain("FATAL CONFIG: AUTH_ISSUER needs AUTH_AUDIENCE");
 });
