@@ -14,7 +14,8 @@ declare const catalogueProject: CatalogueProject;
 // the tests start alike: a developer's exported settings must not turn a test run into one that
 // writes files, joins a cluster, uses another body limit, opens a metrics port or sends spans. The
 // catalogue over NATS caches in the Redis of REDIS_URL (this machine's by default); in one broker
-// it caches in memory, as it runs.
+// it caches in memory, as it runs. They are set empty, not deleted: a `.env` in the working directory (lib/config/load.ts)
+// fills only variables that are not set at all, here and in the processes the tests start.
 process.env.CATALOGUE_TEST_REDIS = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 for (const name of [
 	"TRANSPORTER",
@@ -33,7 +34,7 @@ for (const name of [
 	"TRACE_EXPORTER",
 	"ZIPKIN_URL",
 ])
-	delete process.env[name];
+	process.env[name] = "";
 process.env.STORAGE = "memory";
 process.env.PORT = "0";
 process.env.LOGLEVEL ??= "error";
