@@ -1,5 +1,5 @@
 import type { Logger, Middleware, Service, ServiceBroker } from "moleculer";
-import { redisUnreachable, storageUnreachable, transporterUnreachable } from "../lib/config/start-failures";
+import { redisRefused, redisUnreachable, storageUnreachable, transporterUnreachable } from "../lib/config/start-failures";
 
 export interface StartTimeoutOptions {
 	/** How long start-up may take. */
@@ -25,7 +25,9 @@ export function startTimeout({ timeoutMs, transporter, redis, storage }: StartTi
 
 	function reason(broker: ServiceBroker): string {
 		if (broker.transit && !broker.transit.connected) return transporterUnreachable(transporter ?? "", seconds);
-		if (redis && (broker.cacher as { connected?: boolean } | undefined)?.connected === false) return redisUnreachable(redis, seconds);
+		const cache = (broker.cacher as { notUsable?: "unreachable" | "refusing" | null } | undefined)?.notUsable;
+		if (redis && cache === "unreachable") return redisUnreachable(redis, seconds);
+		if (redis && cache === "refusing") return redisRefused(redis, seconds);
 		const services = [...(waitingFor.get(broker) ?? [])].join(", ");
 		return storageUnreachable(services, storage, seconds);
 	}

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import { Cachers, type ServiceBroker } from "moleculer";
 import { within } from "../async/within";
-import { redisAnswersAgain, redisNotAnswering } from "../config/start-failures";
+import { redisAnswersAgain, redisNotAnswering, redisRefusesEpoch } from "../config/start-failures";
 import { hideCredentials } from "../config/uris";
 import type { Encoding } from "../http/compression";
 import { answerCacheMiddleware, storedBytes, type AnswerCache, type Found, type HttpWish, type StoredAnswer } from "./answers";
@@ -157,11 +158,20 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 
 	/** Waits, for as long as it takes, until this connection has checked the epoch: the start timeout ends a wait too long. */
 	async epochAtStart(): Promise<void> {
+		let said: string | undefined;
 		for (;;) {
 			try {
 				return await this.checkEpoch();
-			} catch {
-				if (this.client.status !== "ready") await new Promise(resolve => this.client.once("ready", resolve));
+			} catch (err) {
+				if (this.client.status !== "ready") {
+					await new Promise(resolve => this.client.once("ready", resolve));
+					continue;
+				}
+				// Redis answers but refuses (a read-only replica, out of memory): said once per reason, tried again a second later.
+				const reason = (err as Error).message;
+				if (reason !== said) this.logger.warn(redisRefusesEpoch(this.shownUrl, reason));
+				said = reason;
+				await sleep(SETTLE_EVERY_MS);
 			}
 		}
 	}
@@ -180,6 +190,12 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 
 	private usable(): boolean {
 		return this.client.status === "ready" && this.epochChecked;
+	}
+
+	/** Why the node cannot use this Redis yet, for the start timeout's line: it does not answer, or it refuses the epoch. */
+	get notUsable(): "unreachable" | "refusing" | null {
+		if (this.client.status !== "ready") return "unreachable";
+		return this.epochChecked ? null : "refusing";
 	}
 
 	/**

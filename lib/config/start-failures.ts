@@ -26,6 +26,13 @@ export function storageUnreachable(services: string, storage: string, seconds: n
 export const redisNotAnswering = (url: string, reason: string) =>
 	`The Redis of REDIS_URL ${url} does not answer (${reason}); trying again until it does.`;
 
+export const redisRefused = (url: string, seconds: number) =>
+	`The Redis of REDIS_URL ${url} did not take the cache's epoch within ${seconds} s; giving up. Give it a writable primary, correct REDIS_URL, or unset it.`;
+
+/** Redis answers but will not keep the cache's epoch: the node waits, trying again, until START_TIMEOUT. */
+export const redisRefusesEpoch = (url: string, reason: string) =>
+	`The Redis of REDIS_URL ${url} answers but refuses the cache's epoch (${reason}); trying again until it takes it.`;
+
 export const redisAnswersAgain = (url: string) => `The Redis of REDIS_URL ${url} answers.`;
 
 /**

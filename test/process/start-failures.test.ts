@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Api } from "../support/catalogue";
 import { freePort, startNode, waitFor, type Node } from "../support/process";
+import { startRedis } from "../support/redis";
 
 // Every way a start can fail ends the process with exit code 1 and one line saying which variable, its value (credentials
 // hidden) and what to do: the whole output of a node at LOGLEVEL=warn (startNode's) is that line, without a stack.
@@ -133,6 +134,21 @@ test("at LOGLEVEL=info, an unreachable Redis is said once before the start timeo
 	expect(output.match(/does not answer \(ECONNREFUSED\); trying again until it does\./g)).toHaveLength(1);
 	expect(output).toContain("Could not reach the Redis of REDIS_URL");
 	expect(output).not.toMatch(/^\s+at /m);
+});
+
+test("a Redis that answers but refuses the cache's epoch (a read-only replica): said once, then the start timeout's line", async () => {
+	const replica = await startRedis(10_000, ["--replicaof", "127.0.0.1", String(await freePort())]);
+	try {
+		const { code, output } = await failedStart({ REDIS_URL: replica.url, SERVICES: "games", LOGLEVEL: "info" });
+		expect(code).toBe(1);
+		expect(output.match(/answers but refuses the cache's epoch \(READONLY/g)).toHaveLength(1);
+		expect(output).toMatch(
+			/FATAL .*BROKER: The Redis of REDIS_URL redis:\/\/127\.0\.0\.1:\d+ did not take the cache's epoch within 3 s; giving up\./,
+		);
+		expect(output).not.toMatch(/^\s+at /m);
+	} finally {
+		await replica.stop();
+	}
 });
 
 describe("a .env file in the working directory", () => {
