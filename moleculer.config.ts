@@ -25,6 +25,8 @@ import { catalogueCommands } from "./repl/commands";
  */
 const kind = process.argv.includes("--repl") ? "repl" : kindOfServices(config.services);
 const byKind = Boolean(config.transporter) && config.natsAccess;
+/** Where this node's records are, as its start-up lines name it. */
+const storage = describeStorage(config);
 
 /** Only what differs from moleculer's defaults; every value comes from lib/config/config.ts. */
 const brokerOptions: BrokerOptions = {
@@ -68,9 +70,9 @@ const brokerOptions: BrokerOptions = {
 			timeoutMs: config.startTimeoutMs,
 			transporter: config.transporter && hideCredentials(config.transporter),
 			redis: config.redisUrl && hideCredentials(config.redisUrl),
-			storage: describeStorage(config),
+			storage,
 		}),
-		readyLineOf(describeStorage(config)),
+		readyLineOf(storage),
 		drainGateway(config.requestTimeoutMs),
 		callsByAction,
 		noSecretsInOptions,
