@@ -1,6 +1,7 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import DbService, { type DbServiceSettings } from "moleculer-db";
 import type { ClaimStore } from "../lib/integrity/write-claims";
+import { inSteps } from "../lib/async/steps";
 import { config } from "../lib/config/config";
 import { errorHooks, notFound, writesRefused } from "../lib/catalogue/errors";
 import { actionParams, storeIndexes, type Kind } from "../lib/catalogue/kind";
@@ -44,6 +45,8 @@ export interface Store<T extends Row = Row> {
 	_remove(ctx: Context, params: { id: string }): Promise<unknown>;
 	transformDocuments(ctx: Context, params: FindParams, docs: Record<string, unknown>[]): Promise<unknown[]>;
 	transformDocuments(ctx: Context, params: FindParams, doc: Record<string, unknown>): Promise<T>;
+	/** Fills in the `fields` of `docs` as the `populates` setting says: one call per field for all of them. */
+	populateDocs(ctx: Context, docs: Record<string, unknown>[], fields: string[]): Promise<unknown[]>;
 	/** Set once the store is connected and prepared: the mixins' timers (the feed's relay) wait for it. */
 	storeConnected?: boolean;
 	/** Tells moleculer-db (its cache, its hooks) that a record was written outside moleculer-db's own actions. */
@@ -79,6 +82,24 @@ export interface DbOptions {
  * never carry it (docs/operations.md, "Fault tolerance").
  */
 export const safeToRetry = { retryPolicy: { enabled: true, retries: 2, delay: 100, maxDelay: 400, factor: 2 } };
+
+/** Records filled in between two turns of the event loop by a populate. */
+const POPULATE_STEP = 1000;
+
+/**
+ * moleculer-db `populates` from field -> the `get` action of its records: each field's records asked in one call for every id, and
+ * filled in POPULATE_STEP records at a time, so a long list leaves the event loop free while it is made.
+ */
+export function populatesInSteps(actions: Record<string, string>) {
+	const rule = (field: string, action: string) => ({
+		async handler(ids: string[], docs: Record<string, unknown>[], _rule: unknown, ctx: Context): Promise<void> {
+			if (ids.length === 0) return;
+			const found = await ctx.call<Record<string, unknown>, object>(action, { id: ids, mapping: true });
+			for await (const slice of inSteps(docs, POPULATE_STEP)) for (const doc of slice) doc[field] = found[doc[field] as string];
+		},
+	});
+	return Object.fromEntries(Object.entries(actions).map(([field, action]) => [field, rule(field, action)]));
+}
 
 /** moleculer-db's storage methods without its actions: each service publishes its own. */
 const storageOnly: Partial<ServiceSchema> = {

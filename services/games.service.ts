@@ -1,5 +1,6 @@
 import uniq from "lodash/uniq";
 import type { Context } from "moleculer";
+import { inSteps } from "../lib/async/steps";
 import { firstFailure } from "../lib/catalogue/checks";
 import { claim, release, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
@@ -12,7 +13,7 @@ import { GAME } from "../lib/catalogue/kinds";
 import { effectivePage, listParams, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { changeFeed, type ChangeFeedMethods } from "../mixins/change-feed.mixin";
-import { claimStore, dbMixin, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
+import { claimStore, dbMixin, populatesInSteps, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
 import { importedGames } from "../mixins/imported-games.mixin";
 import { transferable } from "../mixins/transfer.mixin";
 import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameUpdate, ListedGame, OrphanGame } from "./games.types";
@@ -22,6 +23,9 @@ const gameSort = sortOf(GAME)!;
 
 /** The references a listed game carries as full records. */
 const WITH_REFERENCES = ["category", "author"];
+
+/** Games made ready to list between two turns of the event loop, in a long list. */
+const LIST_STEP = 1000;
 
 /** The order of GET /game, and of a game page sorted on nothing: by id. */
 const BY_ID = sortKeys(undefined, gameSort);
@@ -62,7 +66,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	],
 	settings: {
 		fields: fieldNames(GAME),
-		populates: { category: "categories.get", author: "authors.get" },
+		populates: populatesInSteps({ category: "categories.get", author: "authors.get" }),
 	},
 	actions: {
 		// Games whose title matches the `title` pattern and whose category is `idCategory`, ordered
@@ -205,9 +209,19 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			return title ? games.filter(game => title(String(game.title))) : games;
 		},
 
-		/** The games as listed: category and author as full records, each asked for in one batched call. */
+		/**
+		 * The games as listed: category and author as full records, each asked for in one batched call. A long list is made ready
+		 * LIST_STEP games at a time, with a turn of the event loop between.
+		 */
 		async withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]> {
-			return (await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)) as ListedGame[];
+			if (games.length <= LIST_STEP)
+				return (await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)) as ListedGame[];
+			const listed: Record<string, unknown>[] = [];
+			for await (const slice of inSteps(games, LIST_STEP))
+				listed.push(...((await this.transformDocuments(ctx, {}, slice)) as Record<string, unknown>[]));
+			// One reference at a time: moleculer-db gathers each reference's ids from every game before it asks.
+			for (const reference of WITH_REFERENCES) await this.populateDocs(ctx, listed, [reference]);
+			return listed as unknown as ListedGame[];
 		},
 
 		/** Resolves when the category and the author (or each of several) exist and are not being deleted. */

@@ -146,3 +146,29 @@ test("4 clients listing 100,000 games again and again: every GET /author meanwhi
 	expect(waits.length).toBeGreaterThan(0);
 	expect(Math.max(...waits)).toBeLessThan(makingMs / 2);
 }, 120_000);
+
+test("GET /game of 100,000 games made afresh: at most 1,000 games are made ready between two turns of the event loop", async () => {
+	await storeGames(100_000);
+	const { adapter } = localService<{ adapter: { entityToObject(doc: object): object } }>(catalogue, "games");
+	const entityToObject = adapter.entityToObject.bind(adapter);
+	let ready = 0;
+	adapter.entityToObject = doc => (ready++, entityToObject(doc));
+	// Each turn of the loop notes how many games were made ready since the last one.
+	let most = 0;
+	let turning = true;
+	let seen = 0;
+	const turn = () => {
+		most = Math.max(most, ready - seen);
+		seen = ready;
+		if (turning) setImmediate(turn);
+	};
+	try {
+		setImmediate(turn);
+		expect((await listGames()).games).toBe(100_000);
+	} finally {
+		turning = false;
+		adapter.entityToObject = entityToObject;
+	}
+	expect(ready).toBe(100_000);
+	expect(most).toBeLessThanOrEqual(1000);
+}, 120_000);

@@ -1,0 +1,56 @@
+import { ServiceBroker, type Context } from "moleculer";
+import { populatesInSteps } from "../../mixins/db.mixin";
+
+// The games' populates (mixins/db.mixin.ts populatesInSteps): one call per field for every id, the records filled in 1,000 at a time
+// with a turn of the event loop between.
+
+const broker = new ServiceBroker({ logger: false });
+const asked: unknown[] = [];
+broker.createService({
+	name: "categories",
+	actions: {
+		get(ctx: Context<{ id: string[]; mapping: boolean }>) {
+			asked.push(ctx.params);
+			return Object.fromEntries(ctx.params.id.filter(id => id !== "gone").map(id => [id, { id, name: `Category ${id}` }]));
+		},
+	},
+});
+beforeAll(() => broker.start());
+afterAll(() => broker.stop());
+beforeEach(() => (asked.length = 0));
+
+const { category } = populatesInSteps({ category: "categories.get" });
+const populate = (ids: string[], docs: Record<string, unknown>[]) => category.handler(ids, docs, {}, broker.ContextFactory.create(broker));
+
+test("2,500 games: one call for every id, each game given its record, at most 1,000 filled between two turns of the loop", async () => {
+	const docs: Record<string, unknown>[] = Array.from({ length: 2500 }, (_, n) => ({ id: `g${n}`, category: `c${n % 7}` }));
+	let filled = 0;
+	let most = 0;
+	let turning = true;
+	const turn = () => {
+		const now = docs.filter(doc => typeof doc.category === "object").length;
+		most = Math.max(most, now - filled);
+		filled = now;
+		if (turning) setImmediate(turn);
+	};
+	setImmediate(turn);
+	await populate(["c0", "c1", "c2", "c3", "c4", "c5", "c6"], docs);
+	// One more turn notes the last step.
+	await new Promise(resolve => setImmediate(resolve));
+	turning = false;
+	expect(asked).toEqual([{ id: ["c0", "c1", "c2", "c3", "c4", "c5", "c6"], mapping: true }]);
+	expect(docs[2498]).toEqual({ id: "g2498", category: { id: "c6", name: "Category c6" } });
+	expect(docs.every(doc => (doc.category as { id: string }).id === `c${Number(String(doc.id).slice(1)) % 7}`)).toBe(true);
+	expect(most).toBeLessThanOrEqual(1000);
+});
+
+test("a record that does not exist leaves its field undefined, as moleculer-db's own populate does", async () => {
+	const docs: Record<string, unknown>[] = [{ id: "g1", category: "gone" }];
+	await populate(["gone"], docs);
+	expect(docs).toEqual([{ id: "g1", category: undefined }]);
+});
+
+test("no ids: nothing is asked", async () => {
+	await populate([], []);
+	expect(asked).toEqual([]);
+});
