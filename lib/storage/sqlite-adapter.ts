@@ -38,6 +38,9 @@ export interface SqliteAdapterOptions {
 /** Rows a long read takes between two turns of the event loop. */
 const READ_STEP = 1000;
 
+/** Changes of the feed a prune drops between two turns of the event loop. */
+const PRUNE_STEP = 1000;
+
 /** How much a probe of a refusing disk writes: about what a few game writes need in the database's log. */
 const PROBE_BYTES = 64 * 1024;
 
@@ -361,16 +364,24 @@ export class SqliteAdapter {
 		return { changes, first: bounds.first ?? last + 1, last };
 	}
 
-	/** Drops the feed's changes older than `maxAgeMs` or beyond the latest `maxChanges`, but, with `keepUnpublished`, none not yet published: how many. */
-	pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }, keepUnpublished = false): Promise<number> {
-		return this.write(db => {
-			const last = `(SELECT seq FROM sqlite_sequence WHERE name = '${this.feed}')`;
-			const kept = keepUnpublished ? ` AND seq <= ${this.publishedSql}` : "";
-			// By seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed.
-			const old = `(SELECT max(seq) FROM ${this.feed} WHERE at < ?)`;
-			const statement = db.prepare(`DELETE FROM ${this.feed} WHERE (seq <= ${old} OR seq <= ${last} - ?)${kept}`);
-			return Number(statement.run(Date.now() - maxAgeMs, maxChanges).changes);
-		});
+	/**
+	 * Drops the feed's changes older than `maxAgeMs` or beyond the latest `maxChanges`, but, with `keepUnpublished`, none not yet
+	 * published: how many. PRUNE_STEP at a time, with a turn of the event loop between.
+	 */
+	async pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }, keepUnpublished = false): Promise<number> {
+		// By seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed.
+		const byAge = `coalesce((SELECT max(seq) FROM ${this.feed} WHERE at < ?), 0)`;
+		const byCount = `coalesce((SELECT seq FROM sqlite_sequence WHERE name = '${this.feed}') - ?, 0)`;
+		const cut = keepUnpublished ? `min(max(${byAge}, ${byCount}), ${this.publishedSql})` : `max(${byAge}, ${byCount})`;
+		const { upTo } = this.db.prepared(`SELECT ${cut} AS upTo`).get(Date.now() - maxAgeMs, maxChanges) as { upTo: number };
+		const oldest = `SELECT seq FROM ${this.feed} WHERE seq <= ? ORDER BY seq LIMIT ${PRUNE_STEP}`;
+		let dropped = 0;
+		for (;;) {
+			const step = await this.write(db => Number(db.prepare(`DELETE FROM ${this.feed} WHERE seq IN (${oldest})`).run(upTo).changes));
+			dropped += step;
+			if (step < PRUNE_STEP) return dropped;
+			await nextTurn();
+		}
 	}
 
 	/** The seq up to which the feed is published to the cluster's stream (the outbox's end), in `catalogue_meta`. */

@@ -360,6 +360,23 @@ describe("the change feed's table (docs/followers.md)", () => {
 		expect((await adapter.unpublished(10)).published).toBe(3);
 	});
 
+	test("a prune of 2,500 changes drops them 1,000 at a time, the event loop turning between", async () => {
+		const adapter = await store(freshDataDir());
+		for (let i = 0; i < 2600; i++) await write(adapter, `g${i}`);
+		let turns = 0;
+		let turning = true;
+		const turn = () => {
+			turns++;
+			if (turning) setImmediate(turn);
+		};
+		setImmediate(turn);
+		const dropped = await adapter.pruneChanges({ maxAgeMs: 60_000, maxChanges: 100 });
+		turning = false;
+		expect(dropped).toBe(2500);
+		expect(turns).toBeGreaterThanOrEqual(2);
+		expect((await adapter.changesAfter(0, 10)).first).toBe(2501);
+	});
+
 	test("pruning keeps what is not published, and never leaves a hole when the clock went back", async () => {
 		const adapter = await store(freshDataDir());
 		for (const id of ["a", "b", "c", "d"]) await write(adapter, id);
