@@ -24,7 +24,7 @@ test("undefined, as JSON.stringify answers it", async () => {
 	expect(await jsonInSteps(undefined, 3)).toBeUndefined();
 });
 
-test("10,000 games in steps of 1,000: the event loop turns between the steps", async () => {
+test("10,000 games in steps of 1,000: the event loop turns between the steps, and between the copies into the answer", async () => {
 	const games = Array.from({ length: 10_000 }, (_, n) => game(n));
 	let turns = 0;
 	let ticking = true;
@@ -35,6 +35,7 @@ test("10,000 games in steps of 1,000: the event loop turns between the steps", a
 	setImmediate(tick);
 	const json = await jsonInSteps(games, 1000);
 	ticking = false;
-	expect(turns).toBeGreaterThanOrEqual(9);
+	// 9 between the 10 slices serialized, 2 between the 3 copies of their 21 parts (brackets and commas included) into the answer.
+	expect(turns).toBeGreaterThanOrEqual(11);
 	expect(json?.equals(Buffer.from(JSON.stringify(games)))).toBe(true);
 });
