@@ -45,8 +45,6 @@ export interface Store<T extends Row = Row> {
 	_remove(ctx: Context, params: { id: string }): Promise<unknown>;
 	transformDocuments(ctx: Context, params: FindParams, docs: Record<string, unknown>[]): Promise<unknown[]>;
 	transformDocuments(ctx: Context, params: FindParams, doc: Record<string, unknown>): Promise<T>;
-	/** Fills in the `fields` of `docs` as the `populates` setting says: one call per field for all of them. */
-	populateDocs(ctx: Context, docs: Record<string, unknown>[], fields: string[]): Promise<unknown[]>;
 	/** Set once the store is connected and prepared: the mixins' timers (the feed's relay) wait for it. */
 	storeConnected?: boolean;
 	/** Tells moleculer-db (its cache, its hooks) that a record was written outside moleculer-db's own actions. */

@@ -24,6 +24,9 @@ const gameSort = sortOf(GAME)!;
 /** The references a listed game carries as full records. */
 const WITH_REFERENCES = ["category", "author"];
 
+/** How a listed game's references are filled in: each with the records of its service's `get`. */
+const POPULATES = populatesInSteps({ category: "categories.get", author: "authors.get" });
+
 /** Games made ready to list between two turns of the event loop, in a long list. */
 const LIST_STEP = 1000;
 
@@ -66,7 +69,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	],
 	settings: {
 		fields: fieldNames(GAME),
-		populates: populatesInSteps({ category: "categories.get", author: "authors.get" }),
+		populates: POPULATES,
 	},
 	actions: {
 		// Games whose title matches the `title` pattern and whose category is `idCategory`, ordered
@@ -219,8 +222,13 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			const listed: Record<string, unknown>[] = [];
 			for await (const slice of inSteps(games, LIST_STEP))
 				listed.push(...((await this.transformDocuments(ctx, {}, slice)) as Record<string, unknown>[]));
-			// One reference at a time: moleculer-db gathers each reference's ids from every game before it asks.
-			for (const reference of WITH_REFERENCES) await this.populateDocs(ctx, listed, [reference]);
+			// moleculer-db's populateDocs would gather each reference's ids over every game in one stretch: gathered here in steps, and
+			// filled in by the same populate rule.
+			for (const reference of WITH_REFERENCES) {
+				const ids = new Set<string>();
+				for await (const slice of inSteps(listed, LIST_STEP)) for (const game of slice) ids.add(game[reference] as string);
+				await POPULATES[reference].handler([...ids], listed, undefined, ctx);
+			}
 			return listed as unknown as ListedGame[];
 		},
 
