@@ -366,18 +366,23 @@ export class SqliteAdapter {
 
 	/**
 	 * Drops the feed's changes older than `maxAgeMs` or beyond the latest `maxChanges`, but, with `keepUnpublished`, none not yet
-	 * published: how many. PRUNE_STEP at a time, with a turn of the event loop between.
+	 * published: how many. The oldest PRUNE_STEP changes at a time, with a turn of the event loop between.
 	 */
 	async pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }, keepUnpublished = false): Promise<number> {
-		// By seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed.
-		const byAge = `coalesce((SELECT max(seq) FROM ${this.feed} WHERE at < ?), 0)`;
+		// Up to a seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed. Each step reads the times of
+		// the oldest changes only, not of the whole feed.
+		const oldest = `WITH oldest AS (SELECT seq, at FROM ${this.feed} ORDER BY seq LIMIT ${PRUNE_STEP})`;
+		const byAge = `coalesce((SELECT max(seq) FROM oldest WHERE at < ?), 0)`;
 		const byCount = `coalesce((SELECT seq FROM sqlite_sequence WHERE name = '${this.feed}') - ?, 0)`;
-		const cut = keepUnpublished ? `min(max(${byAge}, ${byCount}), ${this.publishedSql})` : `max(${byAge}, ${byCount})`;
-		const { upTo } = this.db.prepared(`SELECT ${cut} AS upTo`).get(Date.now() - maxAgeMs, maxChanges) as { upTo: number };
-		const oldest = `SELECT seq FROM ${this.feed} WHERE seq <= ? ORDER BY seq LIMIT ${PRUNE_STEP}`;
+		const bounds = [
+			`max(${byAge}, ${byCount})`,
+			"coalesce((SELECT max(seq) FROM oldest), 0)",
+			...(keepUnpublished ? [this.publishedSql] : []),
+		];
+		const sql = `${oldest} DELETE FROM ${this.feed} WHERE seq <= min(${bounds.join(", ")})`;
 		let dropped = 0;
 		for (;;) {
-			const step = await this.write(db => Number(db.prepare(`DELETE FROM ${this.feed} WHERE seq IN (${oldest})`).run(upTo).changes));
+			const step = await this.write(db => Number(db.prepare(sql).run(Date.now() - maxAgeMs, maxChanges).changes));
 			dropped += step;
 			if (step < PRUNE_STEP) return dropped;
 			await nextTurn();
