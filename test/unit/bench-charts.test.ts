@@ -5,7 +5,7 @@ import path from "node:path";
 import { growthChart, throughputChart, writeCharts } from "../../bench/charts";
 import type { Measurement } from "../../bench/measure";
 import type { Scenario } from "../../bench/scenarios";
-import type { GrowthResult, ScenarioResult } from "../../bench/table";
+import { growthTable, type GrowthResult, type ScenarioResult } from "../../bench/table";
 
 // vega's ESM entry awaits an optional `canvas` at its top level, which Jest's CommonJS runtime
 // cannot load (the benchmark itself loads it with import()). Its UMD builds, shipped in the same
@@ -139,5 +139,14 @@ describe("the benchmark's charts (bench/charts.ts)", () => {
 		} finally {
 			rmSync(folder, { recursive: true, force: true });
 		}
+	});
+});
+
+describe("the benchmark's growth table (bench/table.ts)", () => {
+	test("the loop column gives the delay while lists were made afresh, then over the step; a dash where none was measured", () => {
+		const step: GrowthResult = { target: "embedded", games: 100_000, memory: [], loopMs: 118, listLoopMs: 74 };
+		const { rows } = growthTable([step, { ...step, listLoopMs: undefined }]);
+		const column = rows[0].indexOf("Loop max ms: lists made afresh / whole step");
+		expect(rows.slice(1).map(row => row[column])).toEqual(["74.0 / 118.0", "— / 118.0"]);
 	});
 });
