@@ -144,8 +144,8 @@ describe("the benchmark's charts (bench/charts.ts)", () => {
 
 describe("the benchmark's growth table (bench/table.ts)", () => {
 	test("the loop column gives the delay while lists were made afresh, then over the step; a dash where none was measured", () => {
-		const step: GrowthResult = { target: "embedded", games: 100_000, memory: [], loopMs: 118, listLoopMs: 74 };
-		const { rows } = growthTable([step, { ...step, listLoopMs: undefined }]);
+		const measured: GrowthResult = { target: "embedded", games: 100_000, memory: [], loopMs: 118, listLoopMs: 74 };
+		const { rows } = growthTable([measured, { ...measured, listLoopMs: undefined }]);
 		const column = rows[0].indexOf("Loop max ms: lists made afresh / whole step");
 		expect(rows.slice(1).map(row => row[column])).toEqual(["74.0 / 118.0", "— / 118.0"]);
 	});
