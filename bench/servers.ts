@@ -186,6 +186,7 @@ async function startNats(
 	const monitorPort = await freePort();
 	// A letter first: nats-server reads the variable's value as a configuration value, and `5e3...` as a number (docs/security.md).
 	const passwords = Object.fromEntries(NODE_KINDS.map(kind => [passwordVariable(kind), `p${randomBytes(12).toString("hex")}`]));
+	const storeDir = mkdtempSync(path.join(tmpdir(), "bench-jetstream-"));
 	const server = startChild(
 		"nats-server",
 		pinning,
@@ -200,10 +201,16 @@ async function startNats(
 			"-m",
 			String(monitorPort),
 			"--store_dir",
-			mkdtempSync(path.join(tmpdir(), "bench-jetstream-")),
+			storeDir,
 		],
 		passwords,
 	);
+	// The stream's folder goes with the server: a benchmark starts one for every distributed start.
+	const kill = server.kill.bind(server);
+	server.kill = async () => {
+		await kill();
+		rmSync(storeDir, { recursive: true, force: true });
+	};
 	try {
 		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);
 	} catch (err) {
