@@ -3,6 +3,7 @@ import { newId } from "../../lib/catalogue/ids";
 import { config } from "../../lib/config/config";
 import { forgetCachedAnswers, localService, startCatalogue, type Catalogue } from "../support/catalogue";
 import { rawRequest } from "../support/raw-http";
+import { turnsDuring } from "../support/turns";
 
 // GET /game costs the same broker calls whatever the number of games: the list populates its
 // categories and authors with one batched call each (docs/performance.md). The games go
@@ -154,21 +155,8 @@ test("GET /game of 100,000 games made afresh: at most 1,000 games are made ready
 	let ready = 0;
 	adapter.entityToObject = doc => (ready++, entityToObject(doc));
 	// Each turn of the loop notes how many games were made ready since the last one.
-	let most = 0;
-	let turning = true;
-	let seen = 0;
-	const turn = () => {
-		most = Math.max(most, ready - seen);
-		seen = ready;
-		if (turning) setImmediate(turn);
-	};
-	try {
-		setImmediate(turn);
-		expect((await listGames()).games).toBe(100_000);
-	} finally {
-		turning = false;
-		adapter.entityToObject = entityToObject;
-	}
+	const { result, most } = await turnsDuring(listGames, () => ready).finally(() => (adapter.entityToObject = entityToObject));
+	expect(result.games).toBe(100_000);
 	expect(ready).toBe(100_000);
 	expect(most).toBeLessThanOrEqual(1000);
 }, 120_000);

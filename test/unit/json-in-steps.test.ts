@@ -1,4 +1,5 @@
 import { jsonInSteps } from "../../lib/cache/json-in-steps";
+import { turnsDuring } from "../support/turns";
 
 // The JSON of a cached answer, made in steps (lib/cache/json-in-steps.ts): the same bytes as
 // JSON.stringify, and the event loop turns between the steps.
@@ -26,15 +27,7 @@ test("undefined, as JSON.stringify answers it", async () => {
 
 test("10,000 games in steps of 1,000: the event loop turns between the steps, and between the copies into the answer", async () => {
 	const games = Array.from({ length: 10_000 }, (_, n) => game(n));
-	let turns = 0;
-	let ticking = true;
-	const tick = () => {
-		turns++;
-		if (ticking) setImmediate(tick);
-	};
-	setImmediate(tick);
-	const json = await jsonInSteps(games, 1000);
-	ticking = false;
+	const { result: json, turns } = await turnsDuring(() => jsonInSteps(games, 1000));
 	// 9 between the 10 slices serialized, 2 between the 3 copies of their 21 parts (brackets and commas included) into the answer.
 	expect(turns).toBeGreaterThanOrEqual(11);
 	expect(json?.equals(Buffer.from(JSON.stringify(games)))).toBe(true);

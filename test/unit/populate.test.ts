@@ -1,5 +1,6 @@
 import { ServiceBroker, type Context } from "moleculer";
 import { populatesInSteps } from "../../mixins/db.mixin";
+import { turnsDuring } from "../support/turns";
 
 // The games' populates (mixins/db.mixin.ts populatesInSteps): one call per field for every id, the records filled in 1,000 at a time
 // with a turn of the event loop between.
@@ -24,20 +25,8 @@ const populate = (ids: string[], docs: Record<string, unknown>[]) => category.ha
 
 test("2,500 games: one call for every id, each game given its record, at most 1,000 filled between two turns of the loop", async () => {
 	const docs: Record<string, unknown>[] = Array.from({ length: 2500 }, (_, n) => ({ id: `g${n}`, category: `c${n % 7}` }));
-	let filled = 0;
-	let most = 0;
-	let turning = true;
-	const turn = () => {
-		const now = docs.filter(doc => typeof doc.category === "object").length;
-		most = Math.max(most, now - filled);
-		filled = now;
-		if (turning) setImmediate(turn);
-	};
-	setImmediate(turn);
-	await populate(["c0", "c1", "c2", "c3", "c4", "c5", "c6"], docs);
-	// One more turn notes the last step.
-	await new Promise(resolve => setImmediate(resolve));
-	turning = false;
+	const filled = () => docs.filter(doc => typeof doc.category === "object").length;
+	const { most } = await turnsDuring(() => populate(["c0", "c1", "c2", "c3", "c4", "c5", "c6"], docs), filled);
 	expect(asked).toEqual([{ id: ["c0", "c1", "c2", "c3", "c4", "c5", "c6"], mapping: true }]);
 	expect(docs[2498]).toEqual({ id: "g2498", category: { id: "c6", name: "Category c6" } });
 	expect(docs.every(doc => (doc.category as { id: string }).id === `c${Number(String(doc.id).slice(1)) % 7}`)).toBe(true);

@@ -8,6 +8,7 @@ import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqli
 import { DATABASE_FILE } from "../../lib/storage/location";
 import { openDatabase, openForReading } from "../../lib/storage/sqlite-database";
 import { orderBy, where } from "../../lib/storage/sqlite-query";
+import { turnsDuring } from "../support/turns";
 
 // The SQLite adapter on a real DATA_DIR, as moleculer-db drives it.
 
@@ -363,15 +364,7 @@ describe("the change feed's table (docs/followers.md)", () => {
 	test("a prune of 2,500 changes drops them 1,000 at a time, the event loop turning between", async () => {
 		const adapter = await store(freshDataDir());
 		for (let i = 0; i < 2600; i++) await write(adapter, `g${i}`);
-		let turns = 0;
-		let turning = true;
-		const turn = () => {
-			turns++;
-			if (turning) setImmediate(turn);
-		};
-		setImmediate(turn);
-		const dropped = await adapter.pruneChanges({ maxAgeMs: 60_000, maxChanges: 100 });
-		turning = false;
+		const { result: dropped, turns } = await turnsDuring(() => adapter.pruneChanges({ maxAgeMs: 60_000, maxChanges: 100 }));
 		expect(dropped).toBe(2500);
 		expect(turns).toBeGreaterThanOrEqual(2);
 		expect((await adapter.changesAfter(0, 10)).first).toBe(2501);
