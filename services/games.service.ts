@@ -21,11 +21,9 @@ import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameU
 const params = actionParams(GAME);
 const gameSort = sortOf(GAME)!;
 
-/** The references a listed game carries as full records. */
-const WITH_REFERENCES = ["category", "author"];
-
-/** How a listed game's references are filled in: each with the records of its service's `get`. */
+/** The references a listed game carries as full records, each filled in with the records of its service's `get`. */
 const POPULATES = populatesInSteps({ category: "categories.get", author: "authors.get" });
+const WITH_REFERENCES = Object.keys(POPULATES);
 
 /** Games made ready to list between two turns of the event loop, in a long list. */
 const LIST_STEP = 1000;
