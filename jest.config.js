@@ -29,6 +29,9 @@ const mongo = "<rootDir>/test/mongo/**/*.test.ts";
 /** @type {import("jest").Config} */
 module.exports = {
 	testTimeout: 30_000,
+	// One temporary folder for the whole run, removed at its end (support/tmp-setup.ts).
+	globalSetup: "<rootDir>/test/support/tmp-setup.ts",
+	globalTeardown: "<rootDir>/test/support/tmp-teardown.ts",
 	projects: [
 		project(
 			"default",

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -62,9 +62,9 @@ export async function startNats(
 	{ port: chosenPort, niceness, access = false, env }: NatsOptions = {},
 ): Promise<NatsServer> {
 	const port = chosenPort ?? (await freePort());
-	// JetStream's folder, kept across a restart of this server (the change feed's stream survives it), removed when the tests end.
+	// JetStream's folder, kept across a restart of this server (the change feed's stream survives it), removed with the run's
+	// temporary folder (support/tmp-setup.ts).
 	const storeDir = await mkdtemp(path.join(tmpdir(), "nats-jetstream-"));
-	process.once("exit", () => rmSync(storeDir, { recursive: true, force: true }));
 	const config = chosenConfig ?? (await testConfig(storeDir, access));
 	const command = [NATS_SERVER, "-c", config, "-a", "127.0.0.1", "-p", String(port), "--store_dir", storeDir];
 	let child: ChildProcess | undefined;
