@@ -140,9 +140,12 @@ Transporters.register(GAPLESS_NATS, GaplessNats as unknown as Parameters<typeof 
  * come under its kind's prefix (docs/security.md, "The broker").
  */
 export function natsTransporter(transporter: string, kind: string | null): NonNullable<BrokerOptions["transporter"]> {
-	const options: NatsOptions & { inboxPrefix?: string } = {
+	const options: NatsOptions & { inboxPrefix?: string; noAsyncTraces: boolean } = {
 		...natsOptions(transporter, natsFiles()),
 		...(kind && { inboxPrefix: inboxPrefix(kind) }),
+		// Otherwise nats.js makes a stack trace for every request and JetStream publish, in case it fails: one per change of the
+		// feed. The relay reports a failed publish by its message (mixins/change-relay.mixin.ts), which the trace does not change.
+		noAsyncTraces: true,
 	};
 	// moleculer's types name only its own transporters; `register` above made this name one of them.
 	return { type: GAPLESS_NATS, options } as unknown as NonNullable<BrokerOptions["transporter"]>;

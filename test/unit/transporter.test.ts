@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError } from "../../lib/config/config";
-import { natsFiles, natsOptions } from "../../lib/config/transporter";
+import { natsFiles, natsOptions, natsTransporter } from "../../lib/config/transporter";
 
 const dir = mkdtempSync(path.join(tmpdir(), "catalogue-transporter-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -10,6 +10,13 @@ const file = (name: string, text: string) => {
 	writeFileSync(path.join(dir, name), text);
 	return path.join(dir, name);
 };
+
+describe("natsTransporter", () => {
+	test("asks nats.js for no stack trace per request or JetStream publish", () => {
+		const { options } = natsTransporter("nats://nats:4222", null) as unknown as { options: { noAsyncTraces?: boolean } };
+		expect(options.noAsyncTraces).toBe(true);
+	});
+});
 
 describe("natsOptions", () => {
 	test.each([
