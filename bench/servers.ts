@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { SERVICE_NAMES } from "../lib/catalogue/services";
 import { NODE_KINDS, passwordVariable, type NodeKind } from "../lib/config/broker-access";
+import { NODE_FLAGS } from "../lib/config/node-flags";
 import { send } from "./http";
 import type { Pinning } from "./machine";
 import { accepts, freePort, startChild, waitUntil, type Child } from "./processes";
@@ -117,7 +118,15 @@ function startNode(name: string, pinning: Pinning, profileDir: string | undefine
 		name,
 		pinning,
 		process.execPath,
-		[...profile, "--require", path.join(__dirname, "loop-delay.js"), RUNNER, "--config", path.join(ROOT, "dist/moleculer.config.js")],
+		[
+			...NODE_FLAGS,
+			...profile,
+			"--require",
+			path.join(__dirname, "loop-delay.js"),
+			RUNNER,
+			"--config",
+			path.join(ROOT, "dist/moleculer.config.js"),
+		],
 		{
 			...cleared,
 			SERVICEDIR: path.join(ROOT, "dist/services"),

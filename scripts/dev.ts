@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { NODE_FLAGS } from "../lib/config/node-flags";
 
 // `npm run dev`: the inner loop. The services run as `npm start` runs them, in this terminal with
 // moleculer's REPL and hot reload (`--hot`: a service whose built file or local dependency
@@ -53,7 +54,7 @@ function main() {
 	// As `npm start`, with the REPL on this terminal (its input, output and Ctrl-C) and the hot reload.
 	const services = spawn(
 		process.execPath,
-		[runner, "--config", "dist/moleculer.config.js", "--hot", "--repl", ...process.argv.slice(2)],
+		[...NODE_FLAGS, runner, "--config", "dist/moleculer.config.js", "--hot", "--repl", ...process.argv.slice(2)],
 		{
 			cwd: root,
 			stdio: "inherit",

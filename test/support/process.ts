@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import path from "node:path";
+import { NODE_FLAGS } from "../../lib/config/node-flags";
 import { Api, within } from "./catalogue";
 
 export const root = path.resolve(__dirname, "../..");
@@ -79,7 +80,7 @@ export interface Node {
 export function startNode(env: NodeJS.ProcessEnv, { repl = false, cwd = root } = {}): Node {
 	const config = path.join(root, "dist/moleculer.config.js");
 	if (!existsSync(config)) throw new Error("dist/ is missing: run `npm run build` (npm test does it first)");
-	const child = spawn(process.execPath, [runner, "--config", config, ...(repl ? ["--repl"] : [])], {
+	const child = spawn(process.execPath, [...NODE_FLAGS, runner, "--config", config, ...(repl ? ["--repl"] : [])], {
 		cwd,
 		env: { ...process.env, LOGLEVEL: "warn", SERVICEDIR: path.join(root, "dist/services"), ...env },
 		stdio: [repl ? "pipe" : "ignore", "pipe", "pipe"],
