@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import setup from "../support/tmp-setup";
@@ -16,16 +16,19 @@ describe("the test run's temporary folder", () => {
 
 	it("is removed with all it holds by the teardown", () => {
 		const saved = { TMPDIR: process.env.TMPDIR, CATALOGUE_TEST_TMP: process.env.CATALOGUE_TEST_TMP };
+		setup();
+		const folder = process.env.CATALOGUE_TEST_TMP!;
 		try {
-			setup();
-			const folder = process.env.CATALOGUE_TEST_TMP!;
 			expect(path.dirname(folder)).toBe(saved.CATALOGUE_TEST_TMP);
 			mkdirSync(path.join(folder, "nats-jetstream-x", "jetstream"), { recursive: true });
 			writeFileSync(path.join(folder, "nats-jetstream-x", "jetstream", "meta.inf"), "stream");
 			teardown();
 			expect(existsSync(folder)).toBe(false);
 		} finally {
-			Object.assign(process.env, saved);
+			rmSync(folder, { recursive: true, force: true });
+			for (const [variable, value] of Object.entries(saved))
+				if (value === undefined) delete process.env[variable];
+				else process.env[variable] = value;
 		}
 	});
 });
