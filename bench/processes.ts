@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { connect, createServer, type AddressInfo } from "node:net";
 import { pinned, type Pinning } from "./machine";
 
@@ -11,8 +11,8 @@ export interface Child {
 	output(): string;
 	running(): boolean;
 	/**
-	 * Resolves once it has exited: SIGKILL, since its data folder is thrown away; SIGTERM
-	 * first when it writes a CPU profile on exit.
+	 * Resolves once it has exited and its folder (if it was given one) is removed: SIGKILL, since its
+	 * data is thrown away; SIGTERM first when it writes a CPU profile on exit.
 	 */
 	kill(): Promise<void>;
 }
@@ -21,7 +21,15 @@ export interface Child {
 const children = new Set<Child>();
 const OUTPUT_KEPT = 16_384;
 
-export function startChild(name: string, pinning: Pinning, command: string, args: string[], env: NodeJS.ProcessEnv = {}): Child {
+/** Starts `command` pinned as `pinning` says; `folder`, its data, goes with it when it is killed. */
+export function startChild(
+	name: string,
+	pinning: Pinning,
+	command: string,
+	args: string[],
+	env: NodeJS.ProcessEnv = {},
+	folder?: string,
+): Child {
 	// taskset execs the command, so the pid is the server's own (for its RSS) either way.
 	const [file, argv] = pinned(pinning, command, args);
 	const spawned = spawn(file, argv, { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "pipe"] });
@@ -44,6 +52,7 @@ export function startChild(name: string, pinning: Pinning, command: string, args
 			}
 			if (running()) spawned.kill("SIGKILL");
 			if (spawned.pid !== undefined) await exited;
+			if (folder) rmSync(folder, { recursive: true, force: true });
 			children.delete(child);
 		},
 	};

@@ -135,14 +135,9 @@ function startNode(name: string, pinning: Pinning, profileDir: string | undefine
 			BENCH_LOOP_FILE: loopFile,
 			...env,
 		},
+		folder,
 	);
-	const node: Node = Object.assign(child, { loopFile });
-	const kill = node.kill.bind(node);
-	node.kill = async () => {
-		await kill();
-		rmSync(folder, { recursive: true, force: true });
-	};
-	return node;
+	return Object.assign(child, { loopFile });
 }
 
 /** How often a restart polls for the first answer: finer than waitUntil's, to time it. */
@@ -213,13 +208,9 @@ async function startNats(
 			storeDir,
 		],
 		passwords,
+		// The stream's folder goes with the server: a benchmark starts one for every distributed start.
+		storeDir,
 	);
-	// The stream's folder goes with the server: a benchmark starts one for every distributed start.
-	const kill = server.kill.bind(server);
-	server.kill = async () => {
-		await kill();
-		rmSync(storeDir, { recursive: true, force: true });
-	};
 	try {
 		await waitUntil("nats-server listens", () => accepts(port), [server], 10_000);
 	} catch (err) {
