@@ -6,23 +6,18 @@ import { ServiceBroker, type Service } from "moleculer";
 import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import { root } from "../support/process";
 
-// The change feed's prune across a SIGKILL in the middle of its steps (docs/followers.md, the guarantees' "Retention"): each step drops the oldest
-// changes up to a seq in one commit, so a kill leaves a feed that still ends at its last change with no hole, and the next prune
-// goes on from there.
+// The change feed's prune across a SIGKILL in the middle of its steps (docs/followers.md, the guarantees' "Retention"): each step
+// drops the oldest changes up to a seq in one commit, so a kill leaves a feed that still ends at its last change with no hole, and
+// the next prune goes on from there.
 
 const CHANGES = 100_000;
 const KEPT = 1_000;
 const broker = new ServiceBroker({ logger: false });
+/** The games' store as both processes open it, but for its DATA_DIR. */
+const STORE = { holding: "alone", collection: "games", indexes: [], sparseIndexes: [], orders: [["title"]] } as const;
 
 async function games(dataDir: string): Promise<SqliteAdapter> {
-	const adapter = new SqliteAdapter({
-		dataDir,
-		holding: "alone",
-		collection: "games",
-		indexes: [],
-		sparseIndexes: [],
-		orders: [["title"]],
-	});
+	const adapter = new SqliteAdapter({ dataDir, ...STORE });
 	adapter.init(broker, { logger: broker.getLogger("store") } as unknown as Service);
 	await adapter.connect();
 	return adapter;
@@ -33,7 +28,7 @@ const pruner = `
 const { ServiceBroker } = require("moleculer");
 const { SqliteAdapter } = require(${JSON.stringify(path.join(root, "dist/lib/storage/sqlite-adapter.js"))});
 const broker = new ServiceBroker({ logger: false });
-const adapter = new SqliteAdapter({ dataDir: process.argv[1], holding: "alone", collection: "games", indexes: [], sparseIndexes: [], orders: [["title"]] });
+const adapter = new SqliteAdapter({ dataDir: process.argv[1], ...${JSON.stringify(STORE)} });
 adapter.init(broker, { logger: broker.getLogger("store") });
 adapter.connect().then(() => {
 	const turn = () => { process.stdout.write("turn\\n"); setImmediate(turn); };
