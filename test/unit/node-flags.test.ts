@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { NODE_FLAGS } from "../../lib/config/node-flags";
+import { dockerfileStages } from "../support/dockerfile";
 import { root } from "../support/process";
 
 // `npm start` and the image start Node with the flags of lib/config/node-flags.ts; the TypeScript launchers import them.
@@ -26,11 +27,9 @@ describe("Node's flags for a catalogue node", () => {
 	});
 
 	it("are those of the image's CMD, right before moleculer-runner", () => {
-		const cmd = read("Dockerfile")
-			.split("\n")
-			.filter(line => line.startsWith("CMD "))
-			.at(-1)!;
-		const args = JSON.parse(cmd.slice("CMD ".length)) as string[];
+		const image = dockerfileStages(read("Dockerfile")).at(-1)!;
+		const cmd = image.filter(([keyword]) => keyword === "CMD").at(-1)!;
+		const args = JSON.parse(cmd[1]) as string[];
 		expect(args.slice(0, NODE_FLAGS.length + 2)).toEqual(["node", ...NODE_FLAGS, "node_modules/moleculer/bin/moleculer-runner.js"]);
 	});
 });
