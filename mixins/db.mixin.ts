@@ -6,7 +6,7 @@ import { config } from "../lib/config/config";
 import { errorHooks, notFound, writesRefused } from "../lib/catalogue/errors";
 import { actionParams, storeIndexes, type Kind } from "../lib/catalogue/kind";
 import { newId } from "../lib/catalogue/ids";
-import { createAdapter, prepareStore, refusedWrites } from "../lib/storage/adapter";
+import { createAdapter, findInSteps, prepareStore, refusedWrites } from "../lib/storage/adapter";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
@@ -38,6 +38,8 @@ export interface Store<T extends Row = Row> {
 		updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
 		removeMany(query: Record<string, unknown>): Promise<number>;
 	};
+	/** The stored records of `query` in `sort` order, `size` at a time (lib/storage/adapter.ts). */
+	findInSteps(params: { query: Record<string, unknown>; sort: string[] }, size: number): AsyncGenerator<Record<string, unknown>[]>;
 	_find(ctx: Context, params: FindParams): Promise<T[]>;
 	/** `R`: the records as `populate` makes them. */
 	_list<R = T>(ctx: Context, params: FindParams & { page: number; pageSize: number }): Promise<{ rows: R[]; total: number }>;
@@ -84,15 +86,23 @@ export const safeToRetry = { retryPolicy: { enabled: true, retries: 2, delay: 10
 /** Records filled in between two turns of the event loop by a populate. */
 const POPULATE_STEP = 1000;
 
+/** The records a call's populates have found, by field and id (`ctx.locals` of the call). */
+type PopulatedLocals = { populated?: Record<string, Record<string, unknown>> };
+
 /**
  * moleculer-db `populates` from field -> the `get` action of its records: each field's records asked in one call for every id, and
- * filled in POPULATE_STEP records at a time, so a long list leaves the event loop free while it is made.
+ * filled in POPULATE_STEP records at a time, so a long list leaves the event loop free while it is made. A list populated a slice at a
+ * time in one call asks only for the ids its earlier slices did not find.
  */
 export function populatesInSteps(actions: Record<string, string>) {
 	const rule = (field: string, action: string) => ({
 		async handler(ids: string[], docs: Record<string, unknown>[], _rule: unknown, ctx: Context): Promise<void> {
 			if (ids.length === 0) return;
-			const found = await ctx.call<Record<string, unknown>, object>(action, { id: ids, mapping: true });
+			const populated = ((ctx.locals as PopulatedLocals).populated ??= {});
+			const found = (populated[field] ??= {});
+			const asked = ids.filter(id => !Object.hasOwn(found, id));
+			if (asked.length > 0)
+				Object.assign(found, await ctx.call<Record<string, unknown>, object>(action, { id: asked, mapping: true }));
 			for await (const slice of inSteps(docs, POPULATE_STEP)) for (const doc of slice) doc[field] = found[doc[field] as string];
 		},
 	});
@@ -148,6 +158,11 @@ export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
 				handler(): Promise<number> {
 					return this.adapter.count({});
 				},
+			},
+		},
+		methods: {
+			findInSteps(params: { query: Record<string, unknown>; sort: string[] }, size: number) {
+				return findInSteps(this.adapter, params, size);
 			},
 		},
 		hooks: { error: errorHooks({ notFound: notFound(kind.unknown), failures: kind.failures }) },

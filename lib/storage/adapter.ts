@@ -3,6 +3,7 @@
  * The services and the DB mixin (mixins/db.mixin.ts) do not know which.
  */
 import type MongoDbAdapter from "moleculer-db-adapter-mongo";
+import { inSteps } from "../async/steps";
 import { cachesInThisProcess } from "../cache/cache";
 import { config, type CatalogueConfig } from "../config/config";
 import {
@@ -73,6 +74,11 @@ export const isDuplicateId = (err: unknown) => {
 	return duplicateId === true || code === 11000;
 };
 
+/** moleculer-db-adapter-mongo's read of every record of a query. */
+interface MongoReads {
+	find(params: { query: Record<string, unknown>; sort: string[] }): Promise<Record<string, unknown>[]>;
+}
+
 /** moleculer-db-adapter-mongo's writes, as its type declarations leave them out. */
 interface MongoWrites {
 	insertMany(docs: Record<string, unknown>[]): Promise<unknown[]>;
@@ -96,6 +102,19 @@ export async function recordedWrite(
 	// The records matched: the adapter's own updateMany counts only those whose values changed, and a write of the same values is a write.
 	if ("update" in write) return { written: (await mongo.collection.updateMany(write.query, write.update)).matchedCount, changes: [] };
 	return { written: await mongo.removeMany(write.query), changes: [] };
+}
+
+/**
+ * The records of `query` in `sort` order, `size` at a time: SQLite reads its rows a slice at a time; MongoDB's adapter reads them all,
+ * handed on a slice at a time.
+ */
+export async function* findInSteps(
+	adapter: unknown,
+	params: { query: Record<string, unknown>; sort: string[] },
+	size: number,
+): AsyncGenerator<Record<string, unknown>[]> {
+	if (adapter instanceof SqliteAdapter) yield* adapter.findInSteps(params, size);
+	else yield* inSteps(await (adapter as MongoReads).find(params), size);
 }
 
 /** Up to `limit` changes of the collection after `after`, with its feed's bounds. */

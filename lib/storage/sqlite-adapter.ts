@@ -214,16 +214,37 @@ export class SqliteAdapter {
 		return { sql: `SELECT ${what} FROM ${this.options.collection}${filter}${order}${page}`, values };
 	}
 
-	/** The records of a query in order; a read without a limit steps through its rows on its own connection, yielding the event loop. */
+	/** The records of a query in order; a read without a limit steps through its rows (`findInSteps`). */
 	async find(params: FindParams): Promise<Doc[]> {
-		const { sql, values } = this.select(params);
-		if ((params.limit ?? 0) > 0) return (this.db.prepared(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
-		const docs: Doc[] = [];
-		for (const row of this.db.reader.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
-			docs.push(toDoc(row));
-			if (docs.length % READ_STEP === 0) await nextTurn();
+		if ((params.limit ?? 0) > 0) {
+			const { sql, values } = this.select(params);
+			return (this.db.prepared(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
 		}
+		const docs: Doc[] = [];
+		for await (const slice of this.inSteps(params, READ_STEP)) docs.push(...slice);
 		return docs;
+	}
+
+	/** The records of a query in order, `size` at a time (`inSteps`). */
+	async *findInSteps(params: FindParams, size: number): AsyncGenerator<Doc[]> {
+		yield* this.inSteps(params, size);
+	}
+
+	/**
+	 * The records of a query in order, `size` at a time, read on the reader's own connection (so that writes commit meanwhile) with a
+	 * turn of the event loop between slices. A reader that stops early ends the read.
+	 */
+	private async *inSteps(params: FindParams, size: number): AsyncGenerator<Doc[]> {
+		const { sql, values } = this.select(params);
+		let slice: Doc[] = [];
+		for (const row of this.db.reader.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
+			slice.push(toDoc(row));
+			if (slice.length < size) continue;
+			yield slice;
+			slice = [];
+			await nextTurn();
+		}
+		if (slice.length > 0) yield slice;
 	}
 
 	/**

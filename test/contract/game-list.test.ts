@@ -132,7 +132,7 @@ describe("GET /game", () => {
 	});
 
 	test("a failure answers 400 'Error fetching games'", async () => {
-		const answer = await withBrokenStorage(catalogue, ["games", "find"], () => api.get("/game"));
+		const answer = await withBrokenStorage(catalogue, ["games", ["find", "findInSteps"]], () => api.get("/game"));
 		expect(answer).toMatchObject({ status: 400, body: { msg: "Error fetching games" } });
 	});
 

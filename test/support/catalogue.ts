@@ -272,7 +272,16 @@ export async function withBrokenStorage<T>(
 	const { adapter } = localService<{ adapter: Record<string, unknown> }>(catalogue, service);
 	const broken = typeof methods === "string" ? [methods] : methods;
 	const originals = broken.map(method => adapter[method]);
-	for (const method of broken) adapter[method] = () => Promise.reject(new Error("disk unavailable"));
+	const failure = () => new Error("disk unavailable");
+	for (const [index, method] of broken.entries())
+		adapter[method] =
+			(originals[index] as { constructor?: { name: string } } | undefined)?.constructor?.name === "AsyncGeneratorFunction"
+				? // A read in steps fails at its first step.
+					async function* () {
+						yield* [];
+						throw failure();
+					}
+				: () => Promise.reject(failure());
 	await forgetCachedAnswers(catalogue);
 	try {
 		return await request();

@@ -43,3 +43,21 @@ test("no ids: nothing is asked", async () => {
 	await populate([], []);
 	expect(asked).toEqual([]);
 });
+
+test("a list populated a slice at a time in one call: each id asked for once, by the first slice that holds it", async () => {
+	const ctx = broker.ContextFactory.create(broker);
+	const slices = [
+		[{ category: "c1" }, { category: "c2" }],
+		[{ category: "c2" }, { category: "c3" }],
+		[{ category: "c1" }, { category: "c3" }],
+	] as Record<string, unknown>[][];
+	for (const docs of slices) await category.handler([...new Set(docs.map(doc => doc.category as string))], docs, {}, ctx);
+	expect(asked).toEqual([
+		{ id: ["c1", "c2"], mapping: true },
+		{ id: ["c3"], mapping: true },
+	]);
+	expect(slices.flat().map(doc => (doc.category as { id: string }).id)).toEqual(["c1", "c2", "c2", "c3", "c1", "c3"]);
+	// Another call asks again: what it lists is read afresh.
+	await populate(["c1"], [{ category: "c1" }]);
+	expect(asked).toHaveLength(3);
+});
