@@ -11,6 +11,8 @@ import { orphans, referringTo, type References } from "../lib/integrity/integrit
 import { actionParams, fieldNames, sortOf, storedOf } from "../lib/catalogue/kind";
 import { GAME } from "../lib/catalogue/kinds";
 import { effectivePage, listParams, pageSlice, sortKeys, type Page } from "../lib/catalogue/page";
+import { AnswerJson, answersAsJson } from "../lib/cache/answers";
+import { joinedInSteps, jsonItems } from "../lib/cache/json-in-steps";
 import { cachedFrom } from "../mixins/cache.mixin";
 import { changeFeed, type ChangeFeedMethods } from "../mixins/change-feed.mixin";
 import { claimStore, dbMixin, populatesInSteps, safeToRetry, type CatalogueSchema } from "../mixins/db.mixin";
@@ -26,7 +28,7 @@ const POPULATES = populatesInSteps({ category: "categories.get", author: "author
 const WITH_REFERENCES = Object.keys(POPULATES);
 
 /** Games made ready to list between two turns of the event loop, in a long list. */
-const LIST_STEP = 1000;
+const LIST_STEP = 500;
 
 /** The order of GET /game, and of a game page sorted on nothing: by id. */
 const BY_ID = sortKeys(undefined, gameSort);
@@ -54,6 +56,7 @@ interface GamesMethods extends ChangeFeedMethods {
 	checkReferences(ctx: Context, references: References | BatchReferences): Promise<void>;
 	searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]>;
 	withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]>;
+	listedJson(ctx: Context, search: GameSearch): Promise<AnswerJson>;
 }
 
 const GamesService: CatalogueSchema<Game, GamesMethods> = {
@@ -77,8 +80,10 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 			// The answer embeds categories and authors: their writes make it stale too.
 			cache: cachedFrom("games", "authors", "categories"),
 			params: params.list,
-			async handler(ctx: Context<GameFilter>): Promise<ListedGame[]> {
-				return this.withReferences(ctx, await this.searchGames(gameSearch(ctx.params, notDraft), BY_ID));
+			async handler(ctx: Context<GameFilter>): Promise<ListedGame[] | AnswerJson> {
+				const search = gameSearch(ctx.params, notDraft);
+				if (answersAsJson(ctx)) return this.listedJson(ctx, search);
+				return this.withReferences(ctx, await this.searchGames(search, BY_ID));
 			},
 		},
 
@@ -208,6 +213,19 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		async searchGames({ query, title }: GameSearch, sort: string[]): Promise<Record<string, unknown>[]> {
 			const games = await this.adapter.find({ query, sort });
 			return title ? games.filter(game => title(String(game.title))) : games;
+		},
+
+		/**
+		 * The JSON of the games `search` keeps, in id order, as listed, made a slice at a time: each slice of stored games made ready and
+		 * populated by moleculer-db, turned into JSON and let go, so a long list never holds all its games at once (docs/performance.md).
+		 */
+		async listedJson(ctx: Context, { query, title }: GameSearch): Promise<AnswerJson> {
+			const parts: Buffer[] = [];
+			for await (const stored of this.findInSteps({ query, sort: BY_ID }, LIST_STEP)) {
+				const games = title ? stored.filter(game => title(String(game.title))) : stored;
+				if (games.length > 0) parts.push(jsonItems(await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)));
+			}
+			return new AnswerJson(await joinedInSteps(parts));
 		},
 
 		/**

@@ -88,9 +88,26 @@ export class HttpAnswer {
 	) {}
 }
 
-/** An answer made by running its action: as records for the caller that ran it, and as kept (none when the action answered nothing). */
+/**
+ * An action's answer given as the JSON it is kept and sent as. The answer cache lets an action know it may answer so (`answersAsJson`):
+ * a long list is then made into JSON a slice at a time, without holding all its records (services/games.service.ts).
+ */
+export class AnswerJson {
+	constructor(readonly json: Buffer) {}
+}
+
+/** `locals` of a call the answer cache makes to keep its answer. */
+type CacheLocals = { answerAsJson?: boolean };
+
+/** Whether this call's answer may be an AnswerJson: the answer cache runs it, in this process, to keep the answer. */
+export const answersAsJson = (ctx: Context): boolean => (ctx.locals as CacheLocals).answerAsJson === true;
+
+/**
+ * An answer made by running its action: as kept (none when the action answered nothing), and as records for the caller that ran it
+ * (absent when the action answered its JSON: that caller then gets them parsed from it, as the callers of a kept answer do).
+ */
 interface Built {
-	records: unknown;
+	records?: unknown;
 	stored: StoredAnswer | undefined;
 }
 
@@ -160,6 +177,8 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 	/** Runs the action (asking another node not to look up again) and makes the JSON it is kept and sent as. */
 	async function build(this: Service, next: ActionHandler, ctx: Context<unknown, CacheMeta>, remote: boolean): Promise<Built> {
 		if (remote) ctx.meta.$cache = false;
+		// Locals stay in this process: a remote action's answer crosses NATS as records.
+		else (ctx.locals as CacheLocals).answerAsJson = true;
 		let records: unknown;
 		try {
 			records = await byTimeout(next.call(this, ctx) as Promise<unknown>, ctx);
@@ -167,6 +186,7 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			// The meta of a call flows back to its caller; this request's other calls may use the cache.
 			if (remote) delete ctx.meta.$cache;
 		}
+		if (records instanceof AnswerJson) return { stored: { json: records.json } };
 		const json = await jsonInSteps(records);
 		return { records, stored: json && { json } };
 	}
@@ -211,11 +231,12 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 			building.set(found.key, built);
 			// Forgotten only once the cache has taken it, and the lookups it answered before that have come this far (as encoder's).
 			const forget = () => setImmediate(() => building.delete(found.key));
-			const { stored, records } = await built.catch((err: unknown) => {
+			const made = await built.catch((err: unknown) => {
 				// At once: a read that comes after the failure makes the answer again rather than join the failure.
 				building.delete(found.key);
 				throw err;
 			});
+			const { stored, records } = made;
 			if (!stored) {
 				forget();
 				return records;
@@ -225,7 +246,8 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 				.keep(name, found.key, stored)
 				.catch((err: Error) => warn(`Could not cache ${action.name}: ${err.message}`))
 				.finally(forget);
-			return wish ? forHttp(name, found, stored, wish) : records;
+			if (wish) return forHttp(name, found, stored, wish);
+			return "records" in made ? records : JSON.parse(stored.json.toString());
 		} as ActionHandler;
 	}
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type * as ZlibModule from "node:zlib";
 import { gunzipSync } from "node:zlib";
 import { Cachers, ServiceBroker, type ActionSchema, type Context } from "moleculer";
-import { HttpAnswer, fieldsRead, storedBytes, type HttpWish } from "../../lib/cache/answers";
+import { AnswerJson, HttpAnswer, answersAsJson, fieldsRead, storedBytes, type HttpWish } from "../../lib/cache/answers";
 import { cacherOptions, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
 import { answerName, answerTag, etagOf, generationStamp, heldTags, KEY_JSON_LENGTH } from "../../lib/cache/keys";
 import { MemoryAnswers } from "../../lib/cache/memory-cacher";
@@ -306,5 +306,57 @@ describe("the cacher's middleware", () => {
 		} finally {
 			await node.stop();
 		}
+	});
+});
+
+describe("an action that answers its JSON (AnswerJson)", () => {
+	const broker = new ServiceBroker({ logger: false, cacher: new MemoryAnswers({ maxBytes: 10 * MB, maxEntryBytes: MB }) });
+	const list = Array.from({ length: 10 }, (_, i) => ({ id: String(i), title: `Game number ${i}` }));
+	/** For each run: whether the answer cache let the action answer its JSON, and the bytes it answered then. */
+	const runs: { asJson: boolean; json?: Buffer }[] = [];
+	broker.createService({
+		name: "games",
+		actions: {
+			list: {
+				cache: cachedFrom("games"),
+				params: { $$strict: "remove" },
+				handler: (ctx: Context) => {
+					if (!answersAsJson(ctx)) {
+						runs.push({ asJson: false });
+						return list;
+					}
+					const json = Buffer.from(JSON.stringify(list));
+					runs.push({ asJson: true, json });
+					return new AnswerJson(json);
+				},
+			},
+		},
+	});
+	beforeAll(() => broker.start());
+	afterAll(() => broker.stop());
+	beforeEach(async () => {
+		runs.length = 0;
+		await broker.cacher!.clean();
+		// The answer made last is forgotten by its makers a turn after it is kept.
+		await new Promise(resolve => setImmediate(resolve));
+	});
+	const asGateway = () => broker.call<HttpAnswer, object>("games.list", {}, { meta: { $http: { encoding: null, held: [] } } });
+
+	test("the gateway gets the very bytes the action made, and they are kept as they are", async () => {
+		const answer = await asGateway();
+		expect(runs).toEqual([{ asJson: true, json: answer.body }]);
+		expect(answer.body).toBe(runs[0].json);
+		expect((await asGateway()).body).toBe(runs[0].json);
+		expect(runs).toHaveLength(1);
+	});
+
+	test("the caller that made it without the gateway gets records, parsed from the JSON", async () => {
+		expect(await broker.call("games.list")).toEqual(list);
+		expect(runs.map(run => run.asJson)).toEqual([true]);
+	});
+
+	test("a call that skips the cache ($cache: false) gets records from the action itself", async () => {
+		expect(await broker.call("games.list", {}, { meta: { $cache: false } })).toBe(list);
+		expect(runs).toEqual([{ asJson: false }]);
 	});
 });
