@@ -205,22 +205,22 @@ describe("MemoryAnswers", () => {
 	});
 });
 
-describe("the cacher's middleware", () => {
+/** `length` games as a list answers them. */
+const gameList = (length: number) => Array.from({ length }, (_, i) => ({ id: String(i), title: `Game number ${i}` }));
+
+/** A broker caching answers in memory, whose cached `games.list` runs `handler`. */
+function withCachedList(handler: (ctx: Context) => unknown): ServiceBroker {
 	const broker = new ServiceBroker({ logger: false, cacher: new MemoryAnswers({ maxBytes: 10 * MB, maxEntryBytes: MB }) });
-	const list = Array.from({ length: 100 }, (_, i) => ({ id: String(i), title: `Game number ${i}` }));
+	broker.createService({ name: "games", actions: { list: { cache: cachedFrom("games"), params: { $$strict: "remove" }, handler } } });
+	return broker;
+}
+
+describe("the cacher's middleware", () => {
+	const list = gameList(100);
 	let runs = 0;
-	broker.createService({
-		name: "games",
-		actions: {
-			list: {
-				cache: cachedFrom("games"),
-				params: { $$strict: "remove" },
-				handler: () => {
-					runs++;
-					return list;
-				},
-			},
-		},
+	const broker = withCachedList(() => {
+		runs++;
+		return list;
 	});
 	/** An action whose answer is made of another cached action's, each saying whether it saw the gateway's wish. */
 	const sawWish = (ctx: Context<unknown, { $http?: unknown }>) => ctx.meta.$http !== undefined;
@@ -310,27 +310,17 @@ describe("the cacher's middleware", () => {
 });
 
 describe("an action that answers its JSON (AnswerJson)", () => {
-	const broker = new ServiceBroker({ logger: false, cacher: new MemoryAnswers({ maxBytes: 10 * MB, maxEntryBytes: MB }) });
-	const list = Array.from({ length: 10 }, (_, i) => ({ id: String(i), title: `Game number ${i}` }));
+	const list = gameList(10);
 	/** For each run: whether the answer cache let the action answer its JSON, and the bytes it answered then. */
 	const runs: { asJson: boolean; json?: Buffer }[] = [];
-	broker.createService({
-		name: "games",
-		actions: {
-			list: {
-				cache: cachedFrom("games"),
-				params: { $$strict: "remove" },
-				handler: (ctx: Context) => {
-					if (!answersAsJson(ctx)) {
-						runs.push({ asJson: false });
-						return list;
-					}
-					const json = Buffer.from(JSON.stringify(list));
-					runs.push({ asJson: true, json });
-					return new AnswerJson(json);
-				},
-			},
-		},
+	const broker = withCachedList(ctx => {
+		if (!answersAsJson(ctx)) {
+			runs.push({ asJson: false });
+			return list;
+		}
+		const json = Buffer.from(JSON.stringify(list));
+		runs.push({ asJson: true, json });
+		return new AnswerJson(json);
 	});
 	beforeAll(() => broker.start());
 	afterAll(() => broker.stop());
