@@ -99,7 +99,8 @@ export function populatesInSteps(actions: Record<string, string>) {
 		async handler(ids: string[], docs: Record<string, unknown>[], _rule: unknown, ctx: Context): Promise<void> {
 			if (ids.length === 0) return;
 			const populated = ((ctx.locals as PopulatedLocals).populated ??= {});
-			const found = (populated[field] ??= {});
+			// Without a prototype: an id is never read as one of Object's own fields.
+			const found = (populated[field] ??= Object.create(null) as Record<string, unknown>);
 			const asked = ids.filter(id => !Object.hasOwn(found, id));
 			if (asked.length > 0)
 				Object.assign(found, await ctx.call<Record<string, unknown>, object>(action, { id: asked, mapping: true }));

@@ -7,12 +7,14 @@ import { turnsDuring } from "../support/turns";
 
 const broker = new ServiceBroker({ logger: false });
 const asked: unknown[] = [];
+/** Ids no category has. */
+const MISSING = ["gone", "constructor"];
 broker.createService({
 	name: "categories",
 	actions: {
 		get(ctx: Context<{ id: string[]; mapping: boolean }>) {
 			asked.push(ctx.params);
-			return Object.fromEntries(ctx.params.id.filter(id => id !== "gone").map(id => [id, { id, name: `Category ${id}` }]));
+			return Object.fromEntries(ctx.params.id.filter(id => !MISSING.includes(id)).map(id => [id, { id, name: `Category ${id}` }]));
 		},
 	},
 });
@@ -60,4 +62,10 @@ test("a list populated a slice at a time in one call: each id asked for once, by
 	// Another call asks again: what it lists is read afresh.
 	await populate(["c1"], [{ category: "c1" }]);
 	expect(asked).toHaveLength(3);
+});
+
+test("an id named as one of Object's own fields, which no record has, leaves its field undefined", async () => {
+	const docs: Record<string, unknown>[] = [{ id: "g1", category: "constructor" }];
+	await category.handler(["constructor"], docs, {}, broker.ContextFactory.create(broker));
+	expect(docs).toEqual([{ id: "g1", category: undefined }]);
 });
