@@ -5,7 +5,7 @@ import { firstFailure } from "../lib/catalogue/checks";
 import { claim, release, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
 import { notFound } from "../lib/catalogue/errors";
-import { gameSearch, type GameSearch } from "../lib/catalogue/game-search";
+import { gameSearch, titleKept, type GameSearch } from "../lib/catalogue/game-search";
 import { newId, newToken } from "../lib/catalogue/ids";
 import { orphans, referringTo, type References } from "../lib/integrity/integrity";
 import { actionParams, fieldNames, sortOf, storedOf } from "../lib/catalogue/kind";
@@ -210,19 +210,18 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	},
 	methods: {
 		/** The stored games `search` keeps, in `sort` order. */
-		async searchGames({ query, title }: GameSearch, sort: string[]): Promise<Record<string, unknown>[]> {
-			const games = await this.adapter.find({ query, sort });
-			return title ? games.filter(game => title(String(game.title))) : games;
+		async searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]> {
+			return titleKept(search, await this.adapter.find({ query: search.query, sort }));
 		},
 
 		/**
 		 * The JSON of the games `search` keeps, in id order, as listed, made a slice at a time: each slice of stored games made ready and
 		 * populated by moleculer-db, turned into JSON and let go, so a long list never holds all its games at once (docs/performance.md).
 		 */
-		async listedJson(ctx: Context, { query, title }: GameSearch): Promise<AnswerJson> {
+		async listedJson(ctx: Context, search: GameSearch): Promise<AnswerJson> {
 			const parts: Buffer[] = [];
-			for await (const stored of this.findInSteps({ query, sort: BY_ID }, LIST_STEP)) {
-				const games = title ? stored.filter(game => title(String(game.title))) : stored;
+			for await (const stored of this.findInSteps({ query: search.query, sort: BY_ID }, LIST_STEP)) {
+				const games = titleKept(search, stored);
 				if (games.length > 0) parts.push(jsonItems(await this.transformDocuments(ctx, { populate: WITH_REFERENCES }, games)));
 			}
 			return new AnswerJson(await joinedInSteps(parts));

@@ -28,3 +28,7 @@ export function gameSearch({ title, idCategory }: { title?: string; idCategory?:
 	}
 	return { query, title: matches };
 }
+
+/** Those of `games` (stored records, in their order) whose title the search's title test keeps: all when it has none. */
+export const titleKept = ({ title }: GameSearch, games: Record<string, unknown>[]): Record<string, unknown>[] =>
+	title ? games.filter(game => title(String(game.title))) : games;
