@@ -231,18 +231,25 @@ export class SqliteAdapter {
 	}
 
 	/**
-	 * The records of a query in order, `size` at a time, read on the reader's own connection (so that writes commit meanwhile) with a
-	 * turn of the event loop between slices. A reader that stops early ends the read.
+	 * The records of a query in order, `size` at a time, read on a connection of the read's own (`Readers`: writes commit meanwhile)
+	 * with a turn of the event loop between slices. A reader that stops early ends the read.
 	 */
 	private async *inSteps(params: FindParams, size: number): AsyncGenerator<Doc[]> {
 		const { sql, values } = this.select(params);
+		const { readers } = this.db;
+		const connection = readers.take();
 		let slice: Doc[] = [];
-		for (const row of this.db.reader.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
-			slice.push(toDoc(row));
-			if (slice.length < size) continue;
-			yield slice;
-			slice = [];
-			await nextTurn();
+		try {
+			for (const row of connection.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
+				slice.push(toDoc(row));
+				if (slice.length < size) continue;
+				yield slice;
+				slice = [];
+				await nextTurn();
+			}
+		} finally {
+			// The statement is done: the loop's end reset it.
+			readers.give(connection);
 		}
 		if (slice.length > 0) yield slice;
 	}

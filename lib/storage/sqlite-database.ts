@@ -35,13 +35,53 @@ export interface Database {
 	writer: DatabaseSync;
 	/** A statement of the writer, compiled once and kept: compiling costs more than running most of them. */
 	prepared: (sql: string) => StatementSync;
-	/** Long reads (a list of every game) step through this one, so that writes commit meanwhile. */
-	reader: DatabaseSync;
+	/** Long reads (a list of every game) step through connections of their own, so that writes commit meanwhile. */
+	readers: Readers;
 	/** A snapshot that only reads (`readSnapshot`): no index is made, no write taken. */
 	readOnly: boolean;
 	/** Closes it once every service of the process that opened it has. */
 	release(): void;
 }
+
+/**
+ * The connections of long reads. SQLite reads every statement of a connection in one snapshot while any of them is being stepped
+ * through, so two long reads on one connection would read as the first began: a list begun after a write would miss it, and be
+ * cached as current. Each long read takes a connection of its own and gives it back once its statement is done.
+ */
+export interface Readers {
+	take(): DatabaseSync;
+	give(db: DatabaseSync): void;
+}
+
+/** Idle reading connections kept per database; more long reads at once each open one, closed once given back. */
+const READERS_KEPT = 4;
+
+/** Reading connections to `file`, opened as needed: `close` ends them all, those in use too. */
+function readingConnections(file: string): Readers & { close(): void } {
+	const idle: DatabaseSync[] = [];
+	const all = new Set<DatabaseSync>();
+	return {
+		take() {
+			const db = idle.pop() ?? connect(file);
+			all.add(db);
+			return db;
+		},
+		give(db) {
+			if (!all.has(db)) return;
+			if (idle.length < READERS_KEPT) return void idle.push(db);
+			all.delete(db);
+			db.close();
+		},
+		close() {
+			for (const db of all) db.close();
+			all.clear();
+			idle.length = 0;
+		},
+	};
+}
+
+/** One connection for every read: a database in memory, or a snapshot, which has no other. */
+const only = (db: DatabaseSync): Readers => ({ take: () => db, give: () => undefined });
 
 /** How often the checkpoint thread syncs the log to the disk: the most a power cut can take (docs/storage.md). */
 const CHECKPOINT_EVERY_MS = 100;
@@ -213,7 +253,7 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 	if (dataDir === null) {
 		const db = connect(":memory:");
 		prepare(db, ":memory:");
-		return { file: ":memory:", writer: db, prepared: statements(db), reader: db, readOnly: false, release: () => db.close() };
+		return { file: ":memory:", writer: db, prepared: statements(db), readers: only(db), readOnly: false, release: () => db.close() };
 	}
 	const dir = path.resolve(dataDir);
 	const known = opened.get(dir);
@@ -230,20 +270,20 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 		prepare(writer, file);
 		connections.push(lock(dir, holding, writer));
 		writer.exec(`PRAGMA wal_autocheckpoint = ${LOG_PAGES}`);
-		const reader = connect(file);
-		connections.push(reader);
+		const readers = readingConnections(file);
 		const checkpoints = checkpointThread(file);
 		const database: Open = {
 			file,
 			writer,
 			prepared: statements(writer),
-			reader,
+			readers,
 			readOnly: false,
 			users: 1,
 			release() {
 				if (--database.users > 0) return;
 				opened.delete(dir);
 				void checkpoints.terminate();
+				readers.close();
 				for (const db of connections.reverse()) db.close();
 			},
 		};
@@ -270,7 +310,7 @@ export function readSnapshot(dataDir: string): () => void {
 		file: databaseFile(dir),
 		writer: db,
 		prepared: statements(db),
-		reader: db,
+		readers: only(db),
 		readOnly: true,
 		users: 0,
 		release: () => undefined,

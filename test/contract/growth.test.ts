@@ -48,17 +48,38 @@ async function listGames(): Promise<{ calls: Record<string, number>; games: numb
 	return { calls: Object.fromEntries(calls), games: body.length };
 }
 
+/** The connections of a SQLite database: the writer, and those its long reads take (lib/storage/sqlite-database.ts). */
+type Connections<C> = { writer: C; readers: { take(): C } };
+
 /** What a connected SqliteAdapter keeps: the database its statements are prepared on. */
-type SqliteStore = { adapter: { database?: { writer: Connection; reader: Connection } } };
+type SqliteStore = { adapter: { database?: Connections<Connection> } };
 type Connection = { prepare(sql: string): { all(...values: unknown[]): { detail: string }[] } };
 
+/** Calls `watch` with every connection of `database` a statement is prepared on from now on; the returned function stops it. */
+function watchConnections<C extends object>(database: Connections<C>, watch: (connection: C) => void): () => void {
+	const { readers } = database;
+	const take = readers.take.bind(readers);
+	watch(database.writer);
+	readers.take = () => {
+		const connection = take();
+		watch(connection);
+		return connection;
+	};
+	return () => {
+		readers.take = take;
+	};
+}
+
 /** Records the SQL of every statement the games' store prepares from now on. */
-function recordStatements(database: { writer: Connection; reader: Connection }): Set<string> {
+function recordStatements(database: Connections<Connection>): Set<string> {
 	const statements = new Set<string>();
-	for (const connection of [database.writer, database.reader]) {
+	const watched = new WeakSet<Connection>();
+	watchConnections(database, connection => {
+		if (watched.has(connection)) return;
+		watched.add(connection);
 		const prepare = connection.prepare.bind(connection);
 		connection.prepare = (sql: string) => (statements.add(sql), prepare(sql));
-	}
+	});
 	return statements;
 }
 
@@ -167,27 +188,31 @@ type Iterating = { prepare(sql: string): { iterate(...values: unknown[]): Iterab
 test("GET /game of 100,000 games made afresh in one process: read from the store a slice at a time, each slice made ready before the next is read", async () => {
 	await storeGames(100_000);
 	const { adapter } = localService<{
-		adapter: { database?: { reader: Iterating }; entityToObject(doc: object): object };
+		adapter: { database?: Connections<Iterating>; entityToObject(doc: object): object };
 	}>(catalogue, "games");
 	// MongoDB's adapter answers a query at once (docs/performance.md); its reads are not SQLite's statements.
 	if (process.env.MONGO_URI) return expect(adapter.database).toBeUndefined();
-	const { reader } = adapter.database!;
-	const { prepare } = reader;
 	const entityToObject = adapter.entityToObject.bind(adapter);
 	let read = 0;
 	let ready = 0;
 	let mostUnready = 0;
-	reader.prepare = (sql: string) => {
-		const statement = prepare.call(reader, sql);
-		const iterate = statement.iterate.bind(statement);
-		statement.iterate = function* (...values: unknown[]) {
-			for (const row of iterate(...values)) {
-				read++;
-				yield row;
-			}
+	const prepares = new Map<Iterating, Iterating["prepare"]>();
+	const stopWatching = watchConnections(adapter.database!, connection => {
+		if (prepares.has(connection)) return;
+		const { prepare } = connection;
+		prepares.set(connection, prepare);
+		connection.prepare = (sql: string) => {
+			const statement = prepare.call(connection, sql);
+			const iterate = statement.iterate.bind(statement);
+			statement.iterate = function* (...values: unknown[]) {
+				for (const row of iterate(...values)) {
+					read++;
+					yield row;
+				}
+			};
+			return statement;
 		};
-		return statement;
-	};
+	});
 	adapter.entityToObject = doc => {
 		mostUnready = Math.max(mostUnready, read - ready);
 		ready++;
@@ -196,7 +221,8 @@ test("GET /game of 100,000 games made afresh in one process: read from the store
 	try {
 		expect((await listGames()).games).toBe(100_000);
 	} finally {
-		reader.prepare = prepare;
+		stopWatching();
+		for (const [connection, prepare] of prepares) connection.prepare = prepare;
 		adapter.entityToObject = entityToObject;
 	}
 	expect(read).toBe(100_000);

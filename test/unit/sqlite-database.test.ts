@@ -285,3 +285,41 @@ describe("the log's checkpoints", () => {
 		}
 	});
 });
+
+describe("the connections of long reads", () => {
+	test("each long read has a connection of its own, kept for the next: more at once are closed once given back, and all at release", () => {
+		const database = withTables(openDatabase(freshDataDir(), "alone"));
+		const { readers } = database;
+		const taken = Array.from({ length: 7 }, () => readers.take());
+		expect(new Set([database.writer, ...taken]).size).toBe(8);
+		for (const connection of taken) readers.give(connection);
+		// Four are kept idle (READERS_KEPT); the three more were closed.
+		expect(taken.filter(connection => connection.isOpen)).toHaveLength(4);
+		expect(taken.slice(4).every(connection => !connection.isOpen)).toBe(true);
+		const again = readers.take();
+		expect(taken).toContain(again);
+		const stillReading = readers.take();
+		database.release();
+		expect([again, stillReading, ...taken].some(connection => connection.isOpen)).toBe(false);
+	});
+
+	test("a long read begun while another is being stepped through reads the writes committed since, not the other's snapshot", () => {
+		const database = withTables(openDatabase(freshDataDir(), "alone"));
+		try {
+			const insert = database.writer.prepare("INSERT INTO games (_id, doc) VALUES (?, '{}')");
+			for (let n = 0; n < 10; n++) insert.run(`g${n}`);
+			const { readers } = database;
+			const first = readers.take();
+			const stepping = first.prepare("SELECT _id FROM games ORDER BY _id").iterate();
+			stepping.next();
+			insert.run("late");
+			const second = readers.take();
+			expect(second.prepare("SELECT count(*) AS n FROM games").get()).toEqual({ n: 11 });
+			readers.give(second);
+			expect([...stepping]).toHaveLength(9);
+			readers.give(first);
+		} finally {
+			database.release();
+		}
+	});
+});

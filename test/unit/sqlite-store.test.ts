@@ -182,6 +182,11 @@ describe("SqliteAdapter", () => {
 			reader.close();
 		}
 		expect(finished).toBe(false);
+		// A long read begun after the write sees it, though the first long read is still open (a list made then is cached as current).
+		const begunAfter = await adapter.find({ sort: ["title"] });
+		expect(begunAfter).toHaveLength(5001);
+		expect(begunAfter[5000]).toEqual(late);
+		expect(await adapter.count()).toBe(5001);
 
 		// The long find answers the records as they were when it began.
 		expect(await listing).toHaveLength(5000);
