@@ -203,8 +203,10 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const abandoned = Date.now() - changing.leaseMs;
 				await this.adapter.removeMany({ draft: { $lt: abandoned } });
 				await this.adapter.updateMany({ "change.at": { $lt: abandoned } }, { $unset: { change: true } });
-				const counts = await Promise.all(referringTo(ctx.params).map(query => this.adapter.count({ query })));
-				return counts[0] + counts[1];
+				// One after the other, in this order (referringTo): not at once.
+				const referring = referringTo(ctx.params);
+				const changingTo = await this.adapter.count({ query: referring.changing });
+				return changingTo + (await this.adapter.count({ query: referring.now }));
 			},
 		},
 	},

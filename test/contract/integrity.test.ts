@@ -135,6 +135,35 @@ describe.each([
 		});
 	});
 
+	test(`an update to ${a} ${record} whose last write lands between the delete's two counts (another replica's write) is counted: 400`, async () => {
+		const game = await api.game("Mover", category, author);
+		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const checked = gate.hold(`${service}.referable`, "after");
+		const updating = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
+		const release = await checked;
+		// The games' store as a replica beside another sees it: between the count's two statements, the update commits.
+		const games = localService<{ adapter: { count(params: object): Promise<number> } }>(catalogue, "games").adapter;
+		const { count } = games;
+		games.count = async function (this: unknown, params: object) {
+			games.count = count;
+			const counted = await count.call(this, params);
+			release();
+			expect(await updating).toMatchObject({ status: 200 });
+			return counted;
+		};
+		try {
+			expect(await api.delete(`${path}/${fresh.id}`)).toMatchObject({
+				status: 400,
+				body: { msg: `There are games related to this ${record}` },
+			});
+		} finally {
+			games.count = count;
+		}
+		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		expect(listed).toMatchObject({ title: "Moved", [record]: { id: fresh.id } });
+		expect((await api.get(`${path}/${fresh.id}`)).status).toBe(200);
+	});
+
 	test(`a delete abandoned by a node that died (older than the lease) does not block a create`, async () => {
 		await adapter(service).updateMany({ _id: target().id }, { $set: { deleting: { token: "dead", at: 0 } } });
 		expect(await created("After the crash")).toMatchObject({ status: 200 });

@@ -25,17 +25,20 @@ describe("orphans", () => {
 
 describe("referringTo", () => {
 	test("games that refer to the author now, and games being changed to it that do not refer to it now", () => {
-		expect(referringTo({ author: "a1" })).toEqual([{ author: "a1" }, { "change.author": "a1", $or: [{ author: { $ne: "a1" } }] }]);
+		expect(referringTo({ author: "a1" })).toEqual({
+			now: { author: "a1" },
+			changing: { "change.author": "a1", $or: [{ author: { $ne: "a1" } }] },
+		});
 	});
 
 	test("every reference given must match; those not given are left out", () => {
-		expect(referringTo({ category: "c1", author: "a1" })).toEqual([
-			{ category: "c1", author: "a1" },
-			{ "change.category": "c1", "change.author": "a1", $or: [{ category: { $ne: "c1" } }, { author: { $ne: "a1" } }] },
-		]);
-		expect(referringTo({ category: "c1", author: undefined })).toEqual([
-			{ category: "c1" },
-			{ "change.category": "c1", $or: [{ category: { $ne: "c1" } }] },
-		]);
+		expect(referringTo({ category: "c1", author: "a1" })).toEqual({
+			now: { category: "c1", author: "a1" },
+			changing: { "change.category": "c1", "change.author": "a1", $or: [{ category: { $ne: "c1" } }, { author: { $ne: "a1" } }] },
+		});
+		expect(referringTo({ category: "c1", author: undefined })).toEqual({
+			now: { category: "c1" },
+			changing: { "change.category": "c1", $or: [{ category: { $ne: "c1" } }] },
+		});
 	});
 });

@@ -522,12 +522,12 @@ describe("queries the services send to MongoDB (recording collections, no server
 		expect((await api.delete(`/author/${uwe.id}`)).body).toEqual({ msg: texts.authorHasGames });
 		const changingTo = (field: string, id: string) => ({ [`change.${field}`]: id, $or: [{ [field]: { $ne: id } }] });
 		expect(collection("games").take("countDocuments")).toEqual([
-			{ method: "countDocuments", query: { category: euro.id } },
 			{ method: "countDocuments", query: changingTo("category", euro.id) },
-			{ method: "countDocuments", query: { author: "nobody" } },
+			{ method: "countDocuments", query: { category: euro.id } },
 			{ method: "countDocuments", query: changingTo("author", "nobody") },
-			{ method: "countDocuments", query: { author: uwe.id } },
+			{ method: "countDocuments", query: { author: "nobody" } },
 			{ method: "countDocuments", query: changingTo("author", uwe.id) },
+			{ method: "countDocuments", query: { author: uwe.id } },
 		]);
 	});
 
