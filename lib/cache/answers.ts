@@ -96,11 +96,14 @@ export class AnswerJson {
 	constructor(readonly json: Buffer) {}
 }
 
-/** `locals` of a call the answer cache makes to keep its answer. */
-type CacheLocals = { answerAsJson?: boolean };
+/**
+ * The calls the answer cache runs, in this process, to keep their answers. The very contexts, not a mark in their `locals` or `meta`:
+ * moleculer's Retry sends a failed call again with a copy of its context that shares both, and the copy may run without the cache.
+ */
+const keeping = new WeakSet<Context>();
 
 /** Whether this call's answer may be an AnswerJson: the answer cache runs it, in this process, to keep the answer. */
-export const answersAsJson = (ctx: Context): boolean => (ctx.locals as CacheLocals).answerAsJson === true;
+export const answersAsJson = (ctx: Context): boolean => keeping.has(ctx);
 
 /**
  * An answer made by running its action: as kept (none when the action answered nothing), and as records for the caller that ran it
@@ -177,8 +180,8 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 	/** Runs the action (asking another node not to look up again) and makes the JSON it is kept and sent as. */
 	async function build(this: Service, next: ActionHandler, ctx: Context<unknown, CacheMeta>, remote: boolean): Promise<Built> {
 		if (remote) ctx.meta.$cache = false;
-		// Locals stay in this process: a remote action's answer crosses NATS as records.
-		else (ctx.locals as CacheLocals).answerAsJson = true;
+		// A remote action's answer crosses NATS as records.
+		else keeping.add(ctx);
 		let records: unknown;
 		try {
 			records = await byTimeout(next.call(this, ctx) as Promise<unknown>, ctx);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type * as ZlibModule from "node:zlib";
 import { gunzipSync } from "node:zlib";
-import { Cachers, ServiceBroker, type ActionSchema, type Context } from "moleculer";
+import { Cachers, Errors, ServiceBroker, type ActionSchema, type Context } from "moleculer";
 import { AnswerJson, HttpAnswer, answersAsJson, fieldsRead, storedBytes, type HttpWish } from "../../lib/cache/answers";
 import { cacherOptions, MEMORY_CACHE_ENTRY_SHARE } from "../../lib/cache/cache";
 import { answerName, answerTag, etagOf, generationStamp, heldTags, KEY_JSON_LENGTH } from "../../lib/cache/keys";
@@ -343,6 +343,39 @@ describe("an action that answers its JSON (AnswerJson)", () => {
 	test("the caller that made it without the gateway gets records, parsed from the JSON", async () => {
 		expect(await broker.call("games.list")).toEqual(list);
 		expect(runs.map(run => run.asJson)).toEqual([true]);
+	});
+
+	test("a call sent again by moleculer's Retry, whose lookup the cache does not answer then, gets records, not the JSON", async () => {
+		let lookups = 0;
+		const late = new (class extends MemoryAnswers {
+			override lookup(...args: Parameters<MemoryAnswers["lookup"]>) {
+				// The retry's lookup is not answered in time: the action is run without the cache.
+				return ++lookups === 1 ? super.lookup(...args) : Promise.reject(new Error("no answer within 1000 ms"));
+			}
+		})({ maxBytes: MB, maxEntryBytes: MB });
+		const node = new ServiceBroker({ logger: false, cacher: late });
+		let attempts = 0;
+		node.createService({
+			name: "games",
+			actions: {
+				list: {
+					cache: cachedFrom("games"),
+					params: { $$strict: "remove" },
+					retryPolicy: { enabled: true, retries: 1, delay: 1 },
+					handler(ctx: Context) {
+						if (++attempts === 1) throw new Errors.MoleculerRetryableError("busy");
+						return answersAsJson(ctx) ? new AnswerJson(Buffer.from(JSON.stringify(list))) : list;
+					},
+				},
+			},
+		});
+		await node.start();
+		try {
+			expect(await node.call("games.list")).toEqual(list);
+			expect({ attempts, lookups }).toEqual({ attempts: 2, lookups: 2 });
+		} finally {
+			await node.stop();
+		}
 	});
 
 	test("a call that skips the cache ($cache: false) gets records from the action itself", async () => {
