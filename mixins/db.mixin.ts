@@ -86,8 +86,12 @@ export const safeToRetry = { retryPolicy: { enabled: true, retries: 2, delay: 10
 /** Records filled in between two turns of the event loop by a populate. */
 const POPULATE_STEP = 1000;
 
-/** The records a call's populates have found, by field and id (`ctx.locals` of the call). */
-type PopulatedLocals = { populated?: Record<string, Record<string, unknown>> };
+/**
+ * The records each call's populates have found, by field and id. Keyed by the call's context, not kept in its `locals`: moleculer's
+ * Retry sends a failed call again with a copy of its context that shares them, and a retry must not fill in records found before a
+ * write it follows.
+ */
+const populatedBy = new WeakMap<Context, Record<string, Record<string, unknown>>>();
 
 /**
  * moleculer-db `populates` from field -> the `get` action of its records: each field's records asked in one call for every id, and
@@ -98,7 +102,8 @@ export function populatesInSteps(actions: Record<string, string>) {
 	const rule = (field: string, action: string) => ({
 		async handler(ids: string[], docs: Record<string, unknown>[], _rule: unknown, ctx: Context): Promise<void> {
 			if (ids.length === 0) return;
-			const populated = ((ctx.locals as PopulatedLocals).populated ??= {});
+			let populated = populatedBy.get(ctx);
+			if (!populated) populatedBy.set(ctx, (populated = {}));
 			// Without a prototype: an id is never read as one of Object's own fields.
 			const found = (populated[field] ??= Object.create(null) as Record<string, unknown>);
 			const asked = ids.filter(id => !Object.hasOwn(found, id));

@@ -69,3 +69,14 @@ test("an id named as one of Object's own fields, which no record has, leaves its
 	await category.handler(["constructor"], docs, {}, broker.ContextFactory.create(broker));
 	expect(docs).toEqual([{ id: "g1", category: undefined }]);
 });
+
+test("a call sent again by moleculer's Retry (a copy of its context, sharing its locals) asks for the records again", async () => {
+	const failed = broker.ContextFactory.create(broker);
+	await category.handler(["c1"], [{ category: "c1" }], {}, failed);
+	// A write may have come between: the retry must not fill in what the failed attempt found.
+	await category.handler(["c1"], [{ category: "c1" }], {}, failed.copy());
+	expect(asked).toEqual([
+		{ id: ["c1"], mapping: true },
+		{ id: ["c1"], mapping: true },
+	]);
+});
