@@ -2,11 +2,11 @@
  * Moves a DATA_DIR's NeDB files (`<collection>.db`) into the SQLite database at start: each collection in one transaction, then its
  * file moved into `nedb-migrated/`. Killed before the commit, the next start migrates again; killed after, it only moves the file.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
+import { existsSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "moleculer";
 import type { DatabaseSync } from "node:sqlite";
-import { UnusableDataDir } from "./sqlite-database";
+import { inTransaction, makeFolder, UnusableDataDir } from "./sqlite-database";
 
 /** Where the migrated files go, in DATA_DIR. */
 const MIGRATED_FOLDER = "nedb-migrated";
@@ -51,29 +51,29 @@ export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: s
 	let migrated = migratedOn();
 	const { records, tornTail } = migrated ? { records: new Map<string, Doc>(), tornTail: false } : readNeDbFile(file);
 	// Asked again inside the transaction: replicas starting at once on one folder migrate it once.
-	db.exec("BEGIN IMMEDIATE");
-	try {
+	inTransaction(db, () => {
 		migrated = migratedOn();
-		if (!migrated) {
-			for (const doc of records.values()) put(doc);
-			db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
-		}
-		db.exec("COMMIT");
-	} catch (err) {
-		db.exec("ROLLBACK");
-		throw err;
-	}
+		if (migrated) return;
+		for (const doc of records.values()) put(doc);
+		db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
+	});
 	if (migrated) logger?.warn(`${file} after its migration on ${migrated.value}: moved aside unread.`);
 	else {
 		logger?.info(`Migrated ${records.size} ${collection} from the NeDB file ${file} into the SQLite database.`);
 		if (tornTail) logger?.warn(`${file} ended in a half-written line (a write cut off by a crash, never acknowledged): left out.`);
 	}
 	const aside = path.join(dataDir, MIGRATED_FOLDER);
-	if (!existsSync(aside)) mkdirSync(aside);
+	makeFolder(aside);
 	const kept = path.join(
 		aside,
 		existsSync(path.join(aside, path.basename(file))) ? `${path.basename(file)}.${Date.now()}` : path.basename(file),
 	);
-	renameSync(file, kept);
+	try {
+		renameSync(file, kept);
+	} catch (err) {
+		// A replica starting at once moved it first.
+		if ((err as NodeJS.ErrnoException).code === "ENOENT" && !existsSync(file)) return;
+		throw err;
+	}
 	logger?.info(`The NeDB file is kept as ${kept}; the catalogue no longer reads it.`);
 }

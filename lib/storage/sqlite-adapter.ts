@@ -3,7 +3,7 @@ import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { column, extracted, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
-import { openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
+import { inTransaction, openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
 import { migrateNeDbFile } from "./nedb-migration";
 
 type Doc = Record<string, unknown>;
@@ -111,7 +111,8 @@ export class SqliteAdapter {
 		const { dataDir, collection, indexes, sparseIndexes, orders } = this.options;
 		const { writer } = this.db;
 		const columns = [...this.columns].map(field => `, ${column(field, this.columns)}`).join("");
-		const table = (name: string) => `CREATE TABLE ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${columns})`;
+		// IF NOT EXISTS: a replica starting at once may have made it since.
+		const table = (name: string) => `CREATE TABLE IF NOT EXISTS ${name} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL${columns})`;
 		// `hidden` marks a generated column, which the table is made again without.
 		const present = writer.prepare(`PRAGMA table_xinfo(${collection})`).all() as { name: string; hidden: number }[];
 		if (present.length === 0) writer.exec(table(collection));
@@ -139,8 +140,7 @@ export class SqliteAdapter {
 	private rebuild(table: (name: string) => string): void {
 		const { collection } = this.options;
 		const { writer } = this.db;
-		writer.exec("BEGIN IMMEDIATE");
-		try {
+		inTransaction(writer, () => {
 			writer.exec(table(`${collection}_rebuilt`));
 			const columns = [...this.columns].map(field => column(field, this.columns));
 			const values = [...this.columns].map(field => column(field));
@@ -149,11 +149,7 @@ export class SqliteAdapter {
 			);
 			writer.exec(`DROP TABLE ${collection}`);
 			writer.exec(`ALTER TABLE ${collection}_rebuilt RENAME TO ${collection}`);
-			writer.exec("COMMIT");
-		} catch (err) {
-			writer.exec("ROLLBACK");
-			throw err;
-		}
+		});
 		this.service?.logger.info(`The ${collection} table was made again with the indexed fields of this version.`);
 	}
 
@@ -187,17 +183,7 @@ export class SqliteAdapter {
 
 	/** Several writes in one transaction: all of them or none. */
 	private transaction<T>(run: (db: Pick<DatabaseSync, "exec" | "prepare">) => T): Promise<T> {
-		return this.write(db => {
-			db.exec("BEGIN IMMEDIATE");
-			try {
-				const result = run(db);
-				db.exec("COMMIT");
-				return result;
-			} catch (err) {
-				db.exec("ROLLBACK");
-				throw err;
-			}
-		});
+		return this.write(db => inTransaction(this.db.writer, () => run(db)));
 	}
 
 	private select({ query, sort, limit, offset }: FindParams, what = "_id, doc"): Sql {

@@ -2,7 +2,7 @@
  * The embedded store's database: one SQLite file per DATA_DIR (`catalogue.sqlite`, node:sqlite), a
  * table per collection, opened once per process and shared by the services in it. docs/storage.md.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
@@ -180,17 +180,28 @@ function verify(db: DatabaseSync, file: string): void {
 		throw new UnusableDataDir(`${file} is a catalogue database of another format (${value}); this version reads ${FORMAT}`);
 }
 
-/** The database's own notes; each collection's table is made by its adapter (lib/storage/sqlite-adapter.ts). */
-function create(db: DatabaseSync): void {
+/**
+ * `run` in one transaction of `db`: all of it or none. A failure after which SQLite has rolled the transaction back itself (a full
+ * disk, an I/O error) is thrown as it came, not as the failed `ROLLBACK` of a transaction no longer there.
+ */
+export function inTransaction<T>(db: DatabaseSync, run: () => T): T {
 	db.exec("BEGIN IMMEDIATE");
 	try {
-		db.exec("CREATE TABLE IF NOT EXISTS catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
-		db.prepare("INSERT OR IGNORE INTO catalogue_meta VALUES ('format', ?)").run(FORMAT);
+		const result = run();
 		db.exec("COMMIT");
+		return result;
 	} catch (err) {
-		db.exec("ROLLBACK");
+		if (db.isTransaction) db.exec("ROLLBACK");
 		throw err;
 	}
+}
+
+/** The database's own notes; each collection's table is made by its adapter (lib/storage/sqlite-adapter.ts). */
+function create(db: DatabaseSync): void {
+	inTransaction(db, () => {
+		db.exec("CREATE TABLE IF NOT EXISTS catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
+		db.prepare("INSERT OR IGNORE INTO catalogue_meta VALUES ('format', ?)").run(FORMAT);
+	});
 }
 
 /**
@@ -225,11 +236,19 @@ const inUseText = (dataDir: string, holding: Holding, owner = "unknown") =>
 		: `DATA_DIR ${dataDir} is in use by a catalogue process that caches answers in its own memory (${owner}): stop it, ` +
 			"or start it with the same REDIS_URL as this one (docs/storage.md)";
 
-/** Makes `dir` and the missing folders above it one at a time: Node's recursive mkdirSync loops for ever on a path under /proc. */
+/**
+ * Makes `dir` and the missing folders above it one at a time: Node's recursive mkdirSync loops for ever on a path under /proc. A folder
+ * made meanwhile by another process (replicas starting at once) is taken as made.
+ */
 export function makeFolder(dir: string): void {
 	const missing: string[] = [];
 	for (let at = dir; !existsSync(at); at = path.dirname(at)) missing.unshift(at);
-	for (const folder of missing) mkdirSync(folder);
+	for (const folder of missing)
+		try {
+			mkdirSync(folder);
+		} catch (err) {
+			if ((err as NodeJS.ErrnoException).code !== "EEXIST" || !statSync(folder).isDirectory()) throw err;
+		}
 }
 
 /** Why a path cannot be used, in a few words; SQLite's reasons name the database file. */

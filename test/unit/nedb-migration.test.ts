@@ -1,4 +1,4 @@
-import { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import fs, { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { DatabaseSync } from "node:sqlite";
@@ -259,6 +259,33 @@ describe("an interrupted migration", () => {
 		expect(readdirSync(path.join(dataDir, asideFolders(dataDir)[0]))).toHaveLength(6);
 		expect(logger.warn).toHaveBeenCalledWith(expect.stringContaining("moved aside unread"));
 		expect(logger.info).not.toHaveBeenCalledWith(expect.stringContaining("Migrated"));
+	});
+});
+
+describe("replicas starting at once on one folder", () => {
+	test("a file another replica moved aside first, or a folder for them it made first, does not stop this one's start", () => {
+		const dataDir = earlierDataDir();
+		const aside = path.join(dataDir, "nedb-migrated");
+		// The other replica moves each file just before this one does, having made the folder just before this one makes it.
+		const mkdir = jest.spyOn(fs, "mkdirSync").mockImplementationOnce((folder, options) => {
+			mkdir.mockRestore();
+			fs.mkdirSync(folder, options);
+			return fs.mkdirSync(folder, options);
+		});
+		const renameFile = fs.renameSync.bind(fs);
+		const rename = jest.spyOn(fs, "renameSync").mockImplementation((from, to) => {
+			renameFile(from, `${String(to)}.other`);
+			throw Object.assign(new Error(`ENOENT: no such file or directory, rename '${String(from)}'`), { code: "ENOENT" });
+		});
+		try {
+			const { writer } = start(dataDir);
+			for (const collection of COLLECTIONS) expect(stored(writer, collection)).toEqual(byId(expected[collection]));
+		} finally {
+			rename.mockRestore();
+			mkdir.mockRestore();
+		}
+		expect(topLevelFiles(dataDir)).toEqual([]);
+		expect(readdirSync(aside).sort()).toEqual(FILES.map(name => `${name}.other`));
 	});
 });
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import fs, { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -255,6 +255,23 @@ describe("a DATA_DIR that cannot be used", () => {
 		const dataDir = path.join(freshDataDir(), "new", "data");
 		const database = openDatabase(dataDir, "alone");
 		database.release();
+		expect(existsSync(path.join(dataDir, DATABASE_FILE))).toBe(true);
+	});
+});
+
+describe("replicas starting at once", () => {
+	test("a DATA_DIR another process made between the look and the making is used", () => {
+		const dataDir = path.join(freshDataDir(), "made-meanwhile");
+		const mkdir = jest.spyOn(fs, "mkdirSync").mockImplementationOnce((folder, options) => {
+			mkdir.mockRestore();
+			fs.mkdirSync(folder, options);
+			return fs.mkdirSync(folder, options);
+		});
+		try {
+			openDatabase(dataDir, "shared").release();
+		} finally {
+			mkdir.mockRestore();
+		}
 		expect(existsSync(path.join(dataDir, DATABASE_FILE))).toBe(true);
 	});
 });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { ServiceBroker, type Service } from "moleculer";
+import type { DatabaseSync } from "node:sqlite";
 import { isDuplicateId } from "../../lib/storage/adapter";
 import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqlite-adapter";
 import { DATABASE_FILE } from "../../lib/storage/location";
@@ -193,6 +194,22 @@ describe("SqliteAdapter", () => {
 		const after = await adapter.find({ sort: ["title"] });
 		expect(after).toHaveLength(5001);
 		expect(after[5000]).toEqual(late);
+	});
+
+	test("a transaction the disk refuses, which SQLite rolls back itself, is refused as such: noted for readiness, none of it stored", async () => {
+		const adapter = await store(freshDataDir());
+		const { writer } = (adapter as unknown as { database: { writer: DatabaseSync } }).database;
+		const pages = (writer.prepare("PRAGMA page_count").get() as { page_count: number }).page_count;
+		// The database may not grow: as a full disk, SQLITE_FULL.
+		writer.exec(`PRAGMA max_page_count = ${pages}`);
+		const batch = manyGames(200).map(record => ({ ...record, title: `${record.title} ${"x".repeat(2000)}` }));
+		await expect(adapter.insertMany(batch)).rejects.toMatchObject({ errcode: 13, message: "database or disk is full" });
+		expect(adapter.refusedWrites).toBe("database or disk is full");
+		expect(await adapter.count()).toBe(0);
+		writer.exec("PRAGMA max_page_count = 1073741823");
+		await adapter.insertMany(batch);
+		expect(adapter.refusedWrites).toBeUndefined();
+		expect(await adapter.count()).toBe(200);
 	});
 
 	test("the records are still there once the store is closed and opened again", async () => {
