@@ -85,8 +85,13 @@ export function changeStream(): Partial<ServiceSchema> {
 					};
 					hub.perClient.set(client, (hub.perClient.get(client) ?? 0) + 1);
 					hub.joining++;
+					const began = Date.now();
 					try {
 						await Promise.all(DATA_SERVICE_NAMES.map(service => this.pull(service)));
+						// moleculer has answered the caller at the call's timeout already: nobody would read this stream.
+						const timeout = ctx.options.timeout ?? 0;
+						if (timeout > 0 && Date.now() - began >= timeout)
+							throw new Errors.RequestTimeoutError({ action: "api.changes", nodeID: this.broker.nodeID });
 					} catch (err) {
 						leave();
 						throw err;
@@ -189,9 +194,12 @@ export function changeStream(): Partial<ServiceSchema> {
 							stream.reset(service, this.hub.position[service] ?? page.last);
 							break;
 						}
-						for (const change of page.changes) stream.send(change);
+						for (const change of page.changes) {
+							stream.send(change);
+							// A page may hold more than the stream's bound (long names): the client reads as it goes.
+							if (stream.full) await stream.roomToWrite();
+						}
 						if (page.changes.length < FEED_PAGE || stream.at(service) >= (this.hub.position[service] ?? 0)) break;
-						await stream.roomToWrite();
 					}
 				}
 				stream.caughtUp();

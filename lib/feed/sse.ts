@@ -50,6 +50,9 @@ export class ChangeStream {
 	private waiting: Change[] | undefined = [];
 	private heartbeat: NodeJS.Timeout;
 	private ended = false;
+	/** Bytes written into the stream, and how many of them its client had read at the last heartbeat. */
+	private written = 0;
+	private readAtBeat = 0;
 
 	constructor(
 		/** The last change sent of each kind. */
@@ -58,7 +61,7 @@ export class ChangeStream {
 		private readonly onClose: () => void,
 	) {
 		this.write(`retry: ${RECONNECT_MS}\n\n`);
-		this.heartbeat = setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS);
+		this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
 		this.heartbeat.unref();
 		this.body.once("close", () => this.close());
 	}
@@ -67,14 +70,23 @@ export class ChangeStream {
 		return this.ended || this.body.destroyed;
 	}
 
+	/** Bytes written that the client has not read yet. */
+	private get unread(): number {
+		return this.body.readableLength + this.body.writableLength;
+	}
+
+	/** Whether the client should read what it was sent before more is written (`roomToWrite`): past half the stream's bound. */
+	get full(): boolean {
+		return this.unread > STREAM_BUFFER_BYTES / 2;
+	}
+
 	/**
 	 * Resolves once the client has read what it was sent down to half the stream's bound (or the stream is closed); a client that
 	 * reads nothing for HEARTBEAT_MS meanwhile is closed.
 	 */
 	async roomToWrite(): Promise<void> {
-		const buffered = () => this.body.readableLength + this.body.writableLength;
 		const deadline = Date.now() + HEARTBEAT_MS;
-		while (!this.closed && buffered() > STREAM_BUFFER_BYTES / 2) {
+		while (!this.closed && this.full) {
 			if (Date.now() > deadline) {
 				this.body.destroy();
 				return;
@@ -118,14 +130,29 @@ export class ChangeStream {
 		for (const change of waiting) this.send(change);
 	}
 
+	/**
+	 * A heartbeat; or the end of a stream whose client has read nothing of what waited for it since the last one: gone, or never there
+	 * (a request answered at its timeout while its stream was being made), so that it does not hold its places for ever.
+	 */
+	private beat(): void {
+		const read = this.written - this.unread;
+		if (this.unread > 0 && read === this.readAtBeat) {
+			this.body.destroy();
+			return;
+		}
+		this.readAtBeat = read;
+		this.write(": heartbeat\n\n");
+	}
+
 	/** Writes `text`, or closes a stream whose client does not read what it is sent. */
 	private write(text: string): void {
 		if (this.closed) return;
-		if (this.body.readableLength + this.body.writableLength > STREAM_BUFFER_BYTES) {
+		if (this.unread > STREAM_BUFFER_BYTES) {
 			this.body.destroy();
 			return;
 		}
 		this.body.write(text);
+		this.written += Buffer.byteLength(text);
 	}
 
 	close(): void {

@@ -156,6 +156,38 @@ describe("GET /changes", () => {
 		expect((await resumed.next(isChange)).data.record).toEqual(category);
 	});
 
+	test("a client further behind than a stream holds (pages of long names) catches up in one stream", async () => {
+		const first = await follow("?kinds=author");
+		const { id } = await first.next(event => event.event === "ready");
+		first.close();
+		// About 700 bytes a change: a page of the feed is more than the stream's bound.
+		const names = Array.from({ length: 600 }, (_, i) => `${"日".repeat(190)}${String(i).padStart(5, "0")}`);
+		for (const name of names) await catalogue.broker.call("authors.create", { name, nationality: "Japanese" });
+		const resumed = await follow("?kinds=author", { "Last-Event-ID": id! });
+		await resumed.next(event => event.event === "ready", 20_000);
+		expect(resumed.events.filter(isChange).map(event => event.data.record.name)).toEqual(names);
+	}, 60_000);
+
+	test("a stream whose request was answered at its timeout while the feeds were read is not kept: its client's places are freed", async () => {
+		const hub = localService<{ hub: { streams: Set<unknown>; perClient: Map<string, number> } }>(catalogue, "api").hub;
+		const { adapter } = localService<{ adapter: { changesAfter(...args: unknown[]): Promise<unknown> } }>(catalogue, "authors");
+		const changesAfter = adapter.changesAfter.bind(adapter);
+		adapter.changesAfter = async (...args) => {
+			await new Promise(resolve => setTimeout(resolve, 300));
+			return changesAfter(...args);
+		};
+		await noStreamsLeft();
+		try {
+			const call = catalogue.broker.call("api.changes", {}, { timeout: 100, meta: { clientAddress: "192.0.2.7" } });
+			await expect(call).rejects.toMatchObject({ name: "RequestTimeoutError" });
+			await new Promise(resolve => setTimeout(resolve, 500));
+		} finally {
+			adapter.changesAfter = changesAfter;
+		}
+		expect(hub.perClient.has("192.0.2.7")).toBe(false);
+		expect(hub.streams.size).toBe(0);
+	});
+
 	test(`one client holds ${STREAM_LIMITS.perClient} streams at most: 429 with a msg`, async () => {
 		// Sent at once: the limit holds for requests that arrive together.
 		const opened = await Promise.all(Array.from({ length: STREAM_LIMITS.perClient + 3 }, () => follow()));

@@ -76,12 +76,45 @@ describe("ChangeStream", () => {
 			const stream = new ChangeStream({ ...start }, everything, () => undefined);
 			stream.caughtUp();
 			streamed(stream);
-			jest.advanceTimersByTime(HEARTBEAT_MS * 2);
-			expect(streamed(stream)).toBe(": heartbeat\n\n: heartbeat\n\n");
+			for (let beat = 0; beat < 3; beat++) {
+				jest.advanceTimersByTime(HEARTBEAT_MS);
+				expect(streamed(stream)).toBe(": heartbeat\n\n");
+			}
+			expect(stream.closed).toBe(false);
 			stream.close();
 		} finally {
 			jest.useRealTimers();
 		}
+	});
+
+	test("a stream nobody reads (its request answered at its timeout while it was being made) is closed at a heartbeat, counted out", async () => {
+		let closes = 0;
+		jest.useFakeTimers();
+		try {
+			const stream = new ChangeStream({ ...start }, everything, () => closes++);
+			stream.caughtUp();
+			jest.advanceTimersByTime(HEARTBEAT_MS);
+			expect(stream.closed).toBe(true);
+		} finally {
+			jest.useRealTimers();
+		}
+		// The body's close event comes on the next tick.
+		await new Promise(resolve => setImmediate(resolve));
+		expect(closes).toBe(1);
+	});
+
+	test("while catching up, a stream is full past half its bound, and has room again once its client has read", () => {
+		const stream = new ChangeStream({ ...start }, everything, () => undefined);
+		const title = "x".repeat(1000);
+		let seq = 0;
+		while (!stream.full) stream.send(gameChange(++seq, title));
+		expect(stream.closed).toBe(false);
+		// Frames of about 1.2 KB: full at about half of the bound's 256 KB.
+		expect(seq).toBeGreaterThan(100);
+		expect(seq).toBeLessThan(120);
+		streamed(stream);
+		expect(stream.full).toBe(false);
+		stream.close();
 	});
 
 	test("a reset moves the position to where the feed is, and says so", () => {
