@@ -22,12 +22,15 @@ export interface Backup {
 	dataDir: string;
 	/** When the snapshot was taken (ISO 8601). */
 	takenAt: string;
-	/** The records of each collection in the copy. */
-	collections: Record<DataServiceName, number>;
+	/** The records of each collection in the copy: those its node keeps (a node of one service keeps one). */
+	collections: Partial<Record<DataServiceName, number>>;
 	/** The copy's size. */
 	bytes: number;
-	/** Games of the copy whose category or author it lacks (none, unless the database itself has such games). */
-	orphans: number;
+	/**
+	 * Games of the copy whose category or author it lacks (none, unless the database itself has such games); absent when the copy
+	 * does not keep all three collections, as a node of one service does.
+	 */
+	orphans?: number;
 }
 
 /** Flushes a folder's entries (the renames and removals in it) to the disk. */
@@ -50,11 +53,15 @@ function contents(file: string): Pick<Backup, "collections" | "orphans"> {
 	const db = new DatabaseSync(file);
 	try {
 		db.exec("PRAGMA journal_mode = DELETE");
+		const kept = DATA_SERVICE_NAMES.filter(name =>
+			db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name),
+		);
 		const ids = (name: DataServiceName) =>
 			new Set((db.prepare(`SELECT _id FROM ${name}`).all() as { _id: string }[]).map(row => row._id));
 		const collections = Object.fromEntries(
-			DATA_SERVICE_NAMES.map(name => [name, (db.prepare(`SELECT count(*) AS n FROM ${name}`).get() as { n: number }).n]),
-		) as Record<DataServiceName, number>;
+			kept.map(name => [name, (db.prepare(`SELECT count(*) AS n FROM ${name}`).get() as { n: number }).n]),
+		) as Partial<Record<DataServiceName, number>>;
+		if (kept.length < DATA_SERVICE_NAMES.length) return { collections };
 		const games = db
 			.prepare("SELECT _id AS id, json_extract(doc, '$.category') AS category, json_extract(doc, '$.author') AS author FROM games")
 			.all() as { id: string; category: string; author: string }[];
@@ -105,7 +112,7 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
 export function backupText(taken: Backup, targetDir: string): string {
 	const rows = Object.entries(taken.collections).map(([name, records]) => `${name.padEnd(12)} ${String(records).padStart(8)}`);
 	const orphaned =
-		taken.orphans > 0
+		(taken.orphans ?? 0) > 0
 			? [
 					`${taken.orphans} game(s) refer to a missing category or author, in the database itself: the REPL's \`integrity\` lists them.`,
 				]

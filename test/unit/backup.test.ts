@@ -79,7 +79,7 @@ test("one snapshot while this process keeps writing: every game's category and a
 	await writer;
 	expect(backup.orphans).toBe(0);
 	expect(backup.collections.games).toBeGreaterThan(1);
-	expect(rowsOf(path.join(target, DATABASE_FILE), "games")).toHaveLength(backup.collections.games);
+	expect(rowsOf(path.join(target, DATABASE_FILE), "games")).toHaveLength(backup.collections.games!);
 });
 
 test("counts the games the database itself holds without their category, and says so", async () => {
@@ -123,4 +123,23 @@ test("MongoDB and memory have no files to back up: the operator is told what to 
 	);
 	expect(noFilesToBackUp({ mongoUri: null, storage: "memory" })).toBe("STORAGE=memory keeps no files: there is nothing to back up.");
 	expect(noFilesToBackUp({ mongoUri: null, storage: "file" })).toBeUndefined();
+});
+
+test("a node of one service (its own DATA_DIR, as on several hosts): its collection copied and counted, no orphans counted", async () => {
+	const gamesOnly = path.join(root, "games-node");
+	mkdirSync(gamesOnly);
+	const games = openDatabase(gamesOnly, "alone");
+	try {
+		games.writer.exec("CREATE TABLE games (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL)");
+		games.writer
+			.prepare("INSERT INTO games (_id, doc) VALUES ('g1', ?)")
+			.run(JSON.stringify({ title: "T", category: "c", author: "a" }));
+		const backup = await backupDataDir(gamesOnly, target);
+		expect(backup.collections).toEqual({ games: 1 });
+		expect(backup.orphans).toBeUndefined();
+		expect(rowsOf(path.join(target, DATABASE_FILE), "games")).toHaveLength(1);
+		expect(backupText(backup, target)).toMatch(/\ngames\s+1$/);
+	} finally {
+		games.release();
+	}
 });
