@@ -246,13 +246,16 @@ export class SqliteAdapter {
 	 */
 	count({ query = {} }: FindParams = {}): Promise<number> {
 		const absent = Object.entries(query).find(([, test]) => isEqual(test, { $exists: false }))?.[0];
-		const counted = (selected: Doc) => {
-			const { sql, values } = this.select({ query: selected }, "count(*) AS n");
-			return (this.db.prepared(sql).get(...(values as SQLInputValue[])) as { n: number }).n;
-		};
-		if (absent === undefined) return Promise.resolve(counted(query));
-		const { [absent]: _, ...rest } = query;
-		return Promise.resolve(counted(rest) - counted({ ...rest, [absent]: { $exists: true } }));
+		let counted: Sql;
+		if (absent === undefined) counted = this.select({ query }, "count(*) AS n");
+		else {
+			const { [absent]: _, ...rest } = query;
+			const all = this.select({ query: rest }, "count(*)");
+			const present = this.select({ query: { ...rest, [absent]: { $exists: true } } }, "count(*)");
+			// One statement, one snapshot: another process's write cannot come between the two counts.
+			counted = { sql: `SELECT (${all.sql}) - (${present.sql}) AS n`, values: [...all.values, ...present.values] };
+		}
+		return Promise.resolve((this.db.prepared(counted.sql).get(...(counted.values as SQLInputValue[])) as { n: number }).n);
 	}
 
 	async findOne(query: Doc): Promise<Doc | undefined> {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { ServiceBroker, type Service } from "moleculer";
-import type { DatabaseSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
 import { isDuplicateId } from "../../lib/storage/adapter";
 import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqlite-adapter";
 import { DATABASE_FILE } from "../../lib/storage/location";
@@ -210,6 +210,38 @@ describe("SqliteAdapter", () => {
 		await adapter.insertMany(batch);
 		expect(adapter.refusedWrites).toBeUndefined();
 		expect(await adapter.count()).toBe(200);
+	});
+
+	test("the records without a field are counted in one snapshot: another process's write cannot come between its two counts", async () => {
+		const dataDir = freshDataDir();
+		const adapter = await store(dataDir);
+		await adapter.insert({ _id: "g1", title: "Shown" });
+		// Another process on the same file: a connection of its own.
+		const other = new DatabaseSync(path.join(dataDir, DATABASE_FILE), { timeout: 5000 });
+		const database = (adapter as unknown as { database: { prepared(sql: string): { get(...values: unknown[]): unknown } } }).database;
+		const { prepared } = database;
+		let wrote = false;
+		database.prepared = (sql: string) => {
+			const statement = prepared(sql);
+			return {
+				get(...values: unknown[]) {
+					const row = statement.get(...values);
+					// Right after the first statement of the count: a draft stored by the other process.
+					if (!wrote) other.prepare("INSERT INTO games (_id, doc, draft) VALUES ('g2', '{\"draft\":1}', 1)").run();
+					wrote = true;
+					return row;
+				},
+			};
+		};
+		try {
+			expect(await adapter.count({ query: { draft: { $exists: false } } })).toBe(1);
+		} finally {
+			database.prepared = prepared;
+			other.close();
+		}
+		expect(wrote).toBe(true);
+		expect(await adapter.count({ query: { draft: { $exists: false } } })).toBe(1);
+		expect(await adapter.count()).toBe(2);
 	});
 
 	test("the records are still there once the store is closed and opened again", async () => {
