@@ -3,7 +3,7 @@
  * change under `catalogue.changes.<kind>.<type>` with its id as JetStream's de-duplication key, so that a change published again
  * (after a crash between the publish and its note, or by two replicas) is stored once.
  */
-import { nanos, type JetStreamManager, type NatsConnection, type StreamConfig } from "nats";
+import { nanos, type JetStreamManager, type NatsConnection, type PubAck, type StreamConfig } from "nats";
 import { FEED_RETENTION, type Change } from "./changes";
 
 export const CHANGES_STREAM = "CATALOGUE_CHANGES";
@@ -49,14 +49,24 @@ export async function ensureStream(jsm: JetStreamManager): Promise<void> {
 }
 
 /**
- * Publishes `changes`, all sent at once on the one connection (so JetStream stores them in order) and their acknowledgements awaited
+ * Publishes `changes`, sent at once on the one connection (so JetStream stores them in order) and their acknowledgements awaited
  * together: the seq of the last one published with every one before it, how many the stream stored (the others it had already, by
  * their id), and the first failure. The changes after a failure are published again at the next try; those stored are dropped then.
+ * A record's change is sent once its record's change before it is stored, and not after that one failed: a change stored while the
+ * one before it failed would come before it once that one is published again.
  */
 export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<{ last?: number; stored: number; failure?: Error }> {
 	const js = nats.jetstream();
+	const previous = new Map<string, Promise<PubAck>>();
 	const acks = await Promise.allSettled(
-		changes.map(change => js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS })),
+		changes.map(change => {
+			const record = `${change.kind} ${change.record.id}`;
+			const publish = () =>
+				js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS });
+			const ack = previous.get(record)?.then(publish) ?? publish();
+			previous.set(record, ack);
+			return ack;
+		}),
 	);
 	let last: number | undefined;
 	let stored = 0;
