@@ -26,4 +26,4 @@ EXPOSE 3000 3030
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
     CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.HEALTH_PORT}/health/ready`).then(async r => { console.log(r.status, await r.text()); process.exit(r.ok ? 0 : 1) }, e => { console.log(e.message); process.exit(1) })"]
 # Node's flags are those of `npm start` (lib/config/node-flags.ts says why).
-CMD ["node", "--max-semi-space-size=16", "node_modules/moleculer/bin/moleculer-runner.js", "--config", "dist/moleculer.config.js"]
+CMD ["node", "--max-semi-space-size=16", "--v8-pool-size=1", "node_modules/moleculer/bin/moleculer-runner.js", "--config", "dist/moleculer.config.js"]

@@ -21,6 +21,20 @@ describe("Node's flags for a catalogue node", () => {
 		expect(Number(run.stdout)).toBeLessThanOrEqual(32 * 1_048_576);
 	});
 
+	it("leave V8 one thread for its background work, so a major collection's helpers do not take the loop's core in turns", () => {
+		const threads = `const { readdirSync, readFileSync } = require("node:fs");
+			console.log(readdirSync("/proc/self/task").map(task => readFileSync(\`/proc/self/task/\${task}/comm\`, "utf8").trim()).join(","));`;
+		const run = spawnSync(process.execPath, [...NODE_FLAGS, "-e", threads], { encoding: "utf8" });
+		expect(run.stderr).toBe("");
+		// Node names V8's platform threads so; it starts four of them without the flag.
+		expect(
+			run.stdout
+				.trim()
+				.split(",")
+				.filter(name => name === "V8Worker"),
+		).toHaveLength(1);
+	});
+
 	it("are those of `npm start`, right before moleculer-runner", () => {
 		const start = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts.start;
 		expect(start).toContain(`node ${NODE_FLAGS.join(" ")} node_modules/moleculer/bin/moleculer-runner.js `);
