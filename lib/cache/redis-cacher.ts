@@ -266,14 +266,21 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		this.near?.set(name, { key, answer });
 	}
 
+	/**
+	 * Keeps `answer` in Redis under its key. Bounded like a lookup: until it settles, the answer cache holds the answer for the reads
+	 * that join it, and a Redis that holds its writes (paused, out of memory with a blocking policy) would make that for ever.
+	 */
 	async keep(name: string, key: string, answer: StoredAnswer): Promise<void> {
 		this.keepNear(name, key, answer);
 		const forms = Object.entries(answer).flat();
-		const results = await this.client
-			.multi()
-			.hset(key, ...forms)
-			.expire(key, this.opts.ttl!)
-			.exec();
+		const results = await within(
+			this.client
+				.multi()
+				.hset(key, ...forms)
+				.expire(key, this.opts.ttl!)
+				.exec(),
+			REDIS_WAIT_MS,
+		);
 		const failure = results?.find(([err]) => err)?.[0];
 		if (failure) throw failure;
 	}
@@ -281,7 +288,7 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 	addEncoding(name: string, key: string, encoding: Encoding, bytes: Buffer): Promise<number> {
 		const held = this.near?.peek(name);
 		if (held?.key === key && !held.answer[encoding]) this.keepNear(name, key, { ...held.answer, [encoding]: bytes });
-		return this.client.catalogueAddEncoding(key, encoding, bytes);
+		return within(this.client.catalogueAddEncoding(key, encoding, bytes), REDIS_WAIT_MS);
 	}
 
 	/** Redis's HINCRBY, so every writer of the cluster draws from one counter; else the service is owed a move. */

@@ -185,3 +185,15 @@ test("Redis holding its writes: a lookup still answers, a write answers within a
 	await waitFor("Redis takes the owed moves", async () => (await games(reader)) !== null && (await games(writer)) !== null, [], 10_000);
 	expect((await games(reader))!.key).not.toBe(key);
 }, 20_000);
+
+test("Redis holding its writes: keeping an answer, or its compressed form, fails within a second instead of waiting for Redis", async () => {
+	const cacher = await node();
+	const { key } = (await games(cacher))!;
+	await admin.call("CLIENT", "PAUSE", "3000", "WRITE");
+	const started = Date.now();
+	// The answer cache holds a kept answer for the reads that join it until its keep settles (lib/cache/answers.ts).
+	await expect(cacher.keep("games.list:{}", key, kept)).rejects.toThrow(/no answer within/);
+	await expect(cacher.addEncoding("games.list:{}", key, "gzip", Buffer.from("zipped"))).rejects.toThrow(/no answer within/);
+	expect(Date.now() - started).toBeLessThan(2500);
+	await admin.call("CLIENT", "UNPAUSE");
+}, 20_000);
