@@ -197,10 +197,7 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 	function cached(next: ActionHandler, action: ActionSchema, remote: boolean): ActionHandler {
 		const from = sourcesOf(action);
 		if (!from) return next;
-		return async function cachedRead(this: Service, ctx: Context<unknown, CacheMeta>): Promise<unknown> {
-			const wish = ctx.meta.$http;
-			// Neither crosses NATS nor reaches the calls the action makes.
-			delete ctx.meta.$http;
+		const read = async function (this: Service, ctx: Context<unknown, CacheMeta>, wish: HttpWish | undefined): Promise<unknown> {
 			if (ctx.meta.$cache === false) {
 				if (!remote) delete ctx.meta.$cache;
 				return next.call(this, ctx);
@@ -251,6 +248,16 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 				.finally(forget);
 			if (wish) return forHttp(name, found, stored, wish);
 			return "records" in made ? records : JSON.parse(stored.json.toString());
+		};
+		return async function cachedRead(this: Service, ctx: Context<unknown, CacheMeta>): Promise<unknown> {
+			const wish = ctx.meta.$http;
+			// Neither crosses NATS nor reaches the calls the action makes.
+			delete ctx.meta.$http;
+			return read.call(this, ctx, wish).catch((err: unknown) => {
+				// moleculer's Retry calls again with a copy of ctx that shares this meta: the retry answers as the gateway asked.
+				if (wish) ctx.meta.$http = wish;
+				throw err;
+			});
 		} as ActionHandler;
 	}
 

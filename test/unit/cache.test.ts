@@ -8,6 +8,7 @@ import { answerName, answerTag, etagOf, generationStamp, heldTags, KEY_JSON_LENG
 import { MemoryAnswers } from "../../lib/cache/memory-cacher";
 import { RedisAnswers } from "../../lib/cache/redis-cacher";
 import { cachedFrom } from "../../mixins/cache.mixin";
+import { safeToRetry } from "../../mixins/db.mixin";
 
 const MB = 1024 * 1024;
 
@@ -284,6 +285,34 @@ describe("the cacher's middleware", () => {
 	test("the gateway's wish reaches neither the action nor the cached calls it makes, which get records", async () => {
 		const { body } = await broker.call<HttpAnswer, object>("shelf.outer", {}, { meta: { $http: { encoding: null, held: [] } } });
 		expect(JSON.parse(body!.toString())).toEqual({ wishSeen: false, inner: { wishSeen: false } });
+	});
+
+	test("a read retried after a retryable failure still answers the gateway as it asked: the kept bytes, not records", async () => {
+		let calls = 0;
+		const node = new ServiceBroker({ logger: false, cacher: new MemoryAnswers({ maxBytes: 10 * MB, maxEntryBytes: MB }) });
+		node.createService({
+			name: "games",
+			actions: {
+				list: {
+					...safeToRetry,
+					cache: cachedFrom("games"),
+					params: { $$strict: "remove" },
+					handler: () => {
+						if (++calls === 1) throw new Errors.MoleculerRetryableError("the node went away", 503, "SERVICE_NOT_AVAILABLE");
+						return list;
+					},
+				},
+			},
+		});
+		await node.start();
+		try {
+			const answer = await node.call<HttpAnswer, object>("games.list", {}, { meta: { $http: { encoding: null, held: [] } } });
+			expect(calls).toBe(2);
+			expect(answer).toBeInstanceOf(HttpAnswer);
+			expect(JSON.parse(answer.body!.toString())).toEqual(list);
+		} finally {
+			await node.stop();
+		}
 	});
 
 	test("a cache that fails its lookups leaves the reads to their services, and says so once while it keeps failing", async () => {
