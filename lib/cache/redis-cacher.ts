@@ -268,7 +268,8 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 
 	/**
 	 * Keeps `answer` in Redis under its key. Bounded like a lookup: until it settles, the answer cache holds the answer for the reads
-	 * that join it, and a Redis that holds its writes (paused, out of memory with a blocking policy) would make that for ever.
+	 * that join it, and a Redis that holds its writes (paused, out of memory with a blocking policy) would make that last as long as
+	 * Redis holds them.
 	 */
 	async keep(name: string, key: string, answer: StoredAnswer): Promise<void> {
 		this.keepNear(name, key, answer);
