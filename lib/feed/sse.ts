@@ -102,6 +102,8 @@ export class ChangeStream {
 
 	/** A change read live: sent now, or once the stream has caught up. */
 	offer(change: Change): void {
+		// Not held back while catching up either: a kind not followed would fill the stream's place for the others.
+		if (!this.follows.has(FEED_SERVICES[change.kind])) return;
 		if (!this.waiting) this.send(change);
 		else if (this.waiting.length < WAITING_CHANGES) this.waiting.push(change);
 		else this.body.destroy();
@@ -155,11 +157,19 @@ export class ChangeStream {
 		this.written += Buffer.byteLength(text);
 	}
 
+	/**
+	 * Ends the stream once its client has read what it was sent; a client that has not within HEARTBEAT_MS is cut off, since the
+	 * stream no longer counts against the bounds (its places are released now).
+	 */
 	close(): void {
 		if (this.ended) return;
 		this.ended = true;
 		clearInterval(this.heartbeat);
-		if (!this.body.destroyed) this.body.end();
+		if (!this.body.destroyed) {
+			this.body.end();
+			const cutOff = setTimeout(() => this.body.destroy(), HEARTBEAT_MS).unref();
+			this.body.once("close", () => clearTimeout(cutOff));
+		}
 		this.onClose();
 	}
 }

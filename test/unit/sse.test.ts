@@ -1,3 +1,5 @@
+import { pipeline, Writable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { texts } from "../../lib/catalogue/errors";
 import { ChangeStream, frame, HEARTBEAT_MS, STREAM_BUFFER_BYTES, WAITING_CHANGES } from "../../lib/feed/sse";
 import { gameChange } from "../support/sse";
@@ -101,6 +103,48 @@ describe("ChangeStream", () => {
 		// The body's close event comes on the next tick.
 		await new Promise(resolve => setImmediate(resolve));
 		expect(closes).toBe(1);
+	});
+
+	test("a stream closed while its client does not read (a catch-up that failed, a gateway that stops) is cut off at a heartbeat", async () => {
+		jest.useFakeTimers();
+		try {
+			const stream = new ChangeStream({ ...start }, everything, () => undefined);
+			const client = new Writable({ highWaterMark: 1024, write: () => undefined });
+			pipeline(stream.body, client, () => undefined);
+			for (let seq = 1; seq <= 100; seq++) stream.send(gameChange(seq, "x".repeat(500)));
+			stream.close();
+			jest.advanceTimersByTime(HEARTBEAT_MS - 1);
+			expect(stream.body.destroyed).toBe(false);
+			jest.advanceTimersByTime(1);
+			expect(stream.body.destroyed).toBe(true);
+		} finally {
+			jest.useRealTimers();
+		}
+		await new Promise(resolve => setImmediate(resolve));
+	});
+
+	test("a stream closed after its client read everything ends, and leaves no timer behind", async () => {
+		jest.useFakeTimers({ doNotFake: ["nextTick", "setImmediate", "queueMicrotask"] });
+		try {
+			const stream = new ChangeStream({ ...start }, everything, () => undefined);
+			stream.caughtUp();
+			stream.send(gameChange(1));
+			stream.close();
+			expect(jest.getTimerCount()).toBe(1);
+			stream.body.resume();
+			await finished(stream.body);
+			await new Promise(resolve => setImmediate(resolve));
+			expect(jest.getTimerCount()).toBe(0);
+		} finally {
+			jest.useRealTimers();
+		}
+	});
+
+	test(`a stream catching up holds back only the kinds it follows: ${WAITING_CHANGES} changes of another kind do not close it`, () => {
+		const stream = new ChangeStream({ ...start }, new Set(["categories"] as const), () => undefined);
+		for (let seq = 1; seq <= WAITING_CHANGES + 1; seq++) stream.offer(gameChange(seq));
+		expect(stream.closed).toBe(false);
+		stream.close();
 	});
 
 	test("while catching up, a stream is full past half its bound, and has room again once its client has read", () => {
