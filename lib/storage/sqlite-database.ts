@@ -2,7 +2,7 @@
  * The embedded store's database: one SQLite file per DATA_DIR (`catalogue.sqlite`, node:sqlite), a
  * table per collection, opened once per process and shared by the services in it. docs/storage.md.
  */
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
@@ -133,7 +133,9 @@ function statements(db: DatabaseSync): (sql: string) => StatementSync {
 const patterns = new Map<string, RegExp>();
 const PATTERNS_KEPT = 100;
 
-function compiled(source: string, flags: string): RegExp {
+function compiled(source: string, givenFlags: string): RegExp {
+	// A global or sticky pattern remembers where it last matched: kept for every row, it would skip rows.
+	const flags = givenFlags.replace(/[gy]/g, "");
 	const key = `${flags}/${source}`;
 	let pattern = patterns.get(key);
 	if (!pattern) {
@@ -209,7 +211,16 @@ function create(db: DatabaseSync): void {
  * exclusive, `shared` shared, so `alone` excludes all others. The OS drops it with the process; readers (export, backup) take none.
  */
 function lock(dataDir: string, holding: Holding, writer: DatabaseSync): DatabaseSync {
-	const held = new DatabaseSync(path.join(dataDir, LOCK_FILE), { timeout: 0 });
+	const lockFile = path.join(dataDir, LOCK_FILE);
+	const unusable = (why: string) =>
+		new UnusableDataDir(`DATA_DIR ${dataDir} cannot be used: ${lockFile} ${why}; it holds no data: remove it while no catalogue runs`);
+	// SQLite opens a file it may not write read-only, and takes no exclusive lock on a read-only database: two would start alone.
+	try {
+		accessSync(lockFile, constants.R_OK | constants.W_OK);
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw unusable(`cannot be written (${(err as NodeJS.ErrnoException).code})`);
+	}
+	const held = new DatabaseSync(lockFile, { timeout: 0 });
 	try {
 		if (holding === "alone") held.exec("BEGIN EXCLUSIVE");
 		else {
@@ -218,7 +229,7 @@ function lock(dataDir: string, holding: Holding, writer: DatabaseSync): Database
 		}
 	} catch (err) {
 		held.close();
-		if ((err as { errcode?: number }).errcode !== SQLITE_BUSY) throw err;
+		if ((err as { errcode?: number }).errcode !== SQLITE_BUSY) throw unusable(`cannot be locked (${(err as Error).message})`);
 		const owner = writer.prepare("SELECT value FROM catalogue_meta WHERE key = 'owner'").get() as { value: string } | undefined;
 		throw new DataDirInUse(inUseText(dataDir, holding, owner?.value));
 	}

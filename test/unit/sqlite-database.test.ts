@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import fs, { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -242,6 +242,30 @@ describe("a DATA_DIR that cannot be used", () => {
 		);
 		other.close();
 		expect(refusal(() => openDatabase(dataDir, "alone"), file)).toContain("another format (game-catalogue 2)");
+	});
+
+	test("a catalogue.lock it may not write (SQLite would open it read-only, and lock nothing), naming the lock file", () => {
+		const dataDir = freshDataDir();
+		const lockFile = path.join(dataDir, "catalogue.lock");
+		writeFileSync(lockFile, "");
+		chmodSync(lockFile, 0o444);
+		// root writes any file whatever its mode, but not an immutable one.
+		const asRoot = process.getuid?.() === 0;
+		if (asRoot) execFileSync("chattr", ["+i", lockFile]);
+		try {
+			expect(refusal(() => openDatabase(dataDir, "alone"), lockFile)).toMatch(/cannot be written \((EACCES|EPERM)\)/);
+		} finally {
+			if (asRoot) execFileSync("chattr", ["-i", lockFile]);
+		}
+	});
+
+	test("a damaged catalogue.lock is named as such, not as the database", () => {
+		const dataDir = freshDataDir();
+		const lockFile = path.join(dataDir, "catalogue.lock");
+		writeFileSync(lockFile, randomBytes(8192));
+		const message = refusal(() => openDatabase(dataDir, "shared"), lockFile);
+		expect(message).toContain("cannot be locked");
+		expect(message).not.toContain(`${DATABASE_FILE}:`);
 	});
 
 	test("openForReading a DATA_DIR without a database refuses it and creates none", () => {

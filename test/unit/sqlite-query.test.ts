@@ -109,6 +109,11 @@ describe("where", () => {
 		expect(selected({ "change.token": { $regex: /./ } })).toEqual(["g1"]);
 	});
 
+	test("a global or sticky $regex matches every row it matches, not every other one", () => {
+		expect(selected({ title: { $regex: /a/g } })).toEqual(["g1", "g2", "g3", "g4"]);
+		expect(selected({ title: { $regex: /^[ac]/giy } })).toEqual(["g1", "g2", "g3", "g4"]);
+	});
+
 	test("$or selects the records that match one of its queries, beside the other fields", () => {
 		expect(selected({ $or: [{ category: "c2" }, { age: { $gt: 13 } }] })).toEqual(["g2", "g4"]);
 		expect(selected({ category: "c1", $or: [{ age: { $lt: 8 } }, { draft: { $exists: true } }] })).toEqual(["g3"]);
