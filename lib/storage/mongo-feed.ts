@@ -33,7 +33,7 @@ interface Collection {
 /** moleculer-db-adapter-mongo's adapter once connected, as its type declarations leave it out. */
 export interface MongoStore {
 	client: { startSession(): Session };
-	db: { collection(name: string): Collection; admin(): { command(command: Doc): Promise<Doc> } };
+	db: { collection(name: string, options?: Doc): Collection; admin(): { command(command: Doc): Promise<Doc> } };
 	collection: Collection & { collectionName: string };
 }
 
@@ -41,8 +41,14 @@ export interface MongoStore {
 const counterKey = (collection: string) => `feed ${collection}`;
 const publishedKey = (collection: string) => `published ${collection}`;
 
-const meta = (store: MongoStore) => store.db.collection("catalogue_meta");
-const feedOf = (store: MongoStore) => store.db.collection(`${store.collection.collectionName}_changes`);
+/**
+ * The feed is read at read concern `majority` outside the writes' transactions (which have their own): a change whose write a
+ * failover rolls back is never handed out, and its seq, handed out again, never skipped.
+ */
+const READ = { readConcern: { level: "majority" } };
+
+const meta = (store: MongoStore, options?: Doc) => store.db.collection("catalogue_meta", options);
+const feedOf = (store: MongoStore, options?: Doc) => store.db.collection(`${store.collection.collectionName}_changes`, options);
 
 /**
  * Why the server of `store` cannot keep a feed (it is not a replica set, so it has no transactions), or undefined when it can.
@@ -111,7 +117,7 @@ export async function recordedMongoWrite(
 /** The latest seq handed out (0 before any) and the seq up to which the feed is published. */
 async function positions(store: MongoStore): Promise<{ last: number; published: number }> {
 	const name = store.collection.collectionName;
-	const docs = await meta(store)
+	const docs = await meta(store, READ)
 		.find({ _id: { $in: [counterKey(name), publishedKey(name)] } })
 		.toArray();
 	const value = (key: string, field: string) => (docs.find(doc => doc._id === key)?.[field] as number | undefined) ?? 0;
@@ -119,7 +125,7 @@ async function positions(store: MongoStore): Promise<{ last: number; published: 
 }
 
 const pageAfter = (store: MongoStore, after: number, limit: number) =>
-	feedOf(store)
+	feedOf(store, READ)
 		.find({ _id: { $gt: after } })
 		.sort({ _id: 1 })
 		.limit(limit)
@@ -129,7 +135,7 @@ const pageAfter = (store: MongoStore, after: number, limit: number) =>
 export async function mongoChangesAfter(store: MongoStore, after: number, limit: number) {
 	const docs = await pageAfter(store, after, limit);
 	const { last } = await positions(store);
-	const oldest = await feedOf(store).find({}).sort({ _id: 1 }).limit(1).toArray();
+	const oldest = await feedOf(store, READ).find({}).sort({ _id: 1 }).limit(1).toArray();
 	return { changes: recorded(docs), first: (oldest[0]?._id as number | undefined) ?? last + 1, last };
 }
 
@@ -152,7 +158,7 @@ export async function mongoPruneChanges(
 	keepUnpublished: boolean,
 ): Promise<number> {
 	const { last, published } = await positions(store);
-	const old = await feedOf(store)
+	const old = await feedOf(store, READ)
 		.find({ at: { $lt: Date.now() - maxAgeMs } })
 		.sort({ _id: -1 })
 		.limit(1)

@@ -49,6 +49,8 @@ interface Call {
 	update?: Doc;
 	/** Whether the call ran in a transaction's session. */
 	session?: boolean;
+	/** The read concern of a `find` outside a transaction, when one was asked. */
+	readConcern?: string;
 }
 
 /** What the adapter keeps of its service and the id conversion, missing from its typings. */
@@ -132,8 +134,21 @@ class RecordingCollection {
 		return calls;
 	}
 
+	/** The read concern of the view `at` made, for its reads. */
+	readonly readConcern?: string;
+
+	/** A view of this collection whose reads record `readConcern`, as `db.collection(name, { readConcern })` gives. */
+	at(readConcern: string | undefined): RecordingCollection {
+		return readConcern ? (Object.assign(Object.create(this), { readConcern }) as RecordingCollection) : this;
+	}
+
 	find(query?: Doc, options?: Options) {
-		const call: Call = { method: "find", query, ...(options?.session ? { session: true } : {}) };
+		const call: Call = {
+			method: "find",
+			query,
+			...(options?.session ? { session: true } : {}),
+			...(this.readConcern ? { readConcern: this.readConcern } : {}),
+		};
 		this.calls.push(call);
 		const cursor = {
 			sort: (spec: SortSpec) => ((call.sort = Object.entries(spec)), cursor),
@@ -311,7 +326,11 @@ describe("queries the services send to MongoDB (recording collections, no server
 			adapter.connect = async () => {
 				adapter.collection = collectionNamed(adapter.service.schema.collection);
 				// The feed's collections, and a replica set's answer: MongoDB's transactions are there.
-				adapter.db = { collection: collectionNamed, admin: () => ({ command: async () => ({ ismaster: true, setName: "rs0" }) }) };
+				adapter.db = {
+					collection: (name: string, options?: { readConcern?: { level: string } }) =>
+						collectionNamed(name).at(options?.readConcern?.level),
+					admin: () => ({ command: async () => ({ ismaster: true, setName: "rs0" }) }),
+				};
 				adapter.client = { startSession: () => new RecordingSession() };
 			};
 		}
@@ -609,6 +628,18 @@ describe("queries the services send to MongoDB (recording collections, no server
 		expect(await mongoPruneChanges(store, { maxAgeMs: 60_000, maxChanges: 0 }, true)).toBe(3);
 		expect(collection("categories_changes").docs.map(doc => doc._id)).toEqual([4]);
 		expect(await mongoChangesAfter(store, 0, 10)).toMatchObject({ first: 4, last: 4 });
+	});
+
+	test("the feed and its marks are read at read concern majority: a change a failover rolls back is never handed out", async () => {
+		await api.category("Majority");
+		const store = (broker.getLocalService("categories") as unknown as { adapter: MongoStore }).adapter;
+		for (const name of collections.keys()) collection(name).take();
+		await mongoChangesAfter(store, 0, 10);
+		await mongoUnpublished(store, 10);
+		await mongoPruneChanges(store, { maxAgeMs: 60_000, maxChanges: 1000 }, true);
+		const reads = [...collection("categories_changes").take("find"), ...collection("catalogue_meta").take("find")];
+		expect(reads.length).toBeGreaterThanOrEqual(5);
+		for (const read of reads) expect(read).toMatchObject({ readConcern: "majority" });
 	});
 
 	test("a server that is not a replica set has no transactions: it is named as the reason the feed cannot be kept", async () => {
