@@ -50,13 +50,19 @@ export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: s
 	const migratedOn = () => db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(key) as { value: string } | undefined;
 	let migrated = migratedOn();
 	const { records, tornTail } = migrated ? { records: new Map<string, Doc>(), tornTail: false } : readNeDbFile(file);
-	// Asked again inside the transaction: replicas starting at once on one folder migrate it once.
-	inTransaction(db, () => {
-		migrated = migratedOn();
-		if (migrated) return;
-		for (const doc of records.values()) put(doc);
-		db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
-	});
+	// Synced at its commit (NORMAL syncs at checkpoints): after a power cut the file is never found moved aside, its records lost.
+	db.exec("PRAGMA synchronous = FULL");
+	try {
+		// Asked again inside the transaction: replicas starting at once on one folder migrate it once.
+		inTransaction(db, () => {
+			migrated = migratedOn();
+			if (migrated) return;
+			for (const doc of records.values()) put(doc);
+			db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
+		});
+	} finally {
+		db.exec("PRAGMA synchronous = NORMAL");
+	}
 	if (migrated) logger?.warn(`${file} after its migration on ${migrated.value}: moved aside unread.`);
 	else {
 		logger?.info(`Migrated ${records.size} ${collection} from the NeDB file ${file} into the SQLite database.`);

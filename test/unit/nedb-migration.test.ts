@@ -60,14 +60,14 @@ const COLLECTIONS: Collection[] = ["categories", "authors", "games"];
 type Put = (doc: Record<string, unknown>) => void;
 
 /** Opens `dataDir` as the catalogue's adapters do, each making its table and migrating its NeDB file. */
-function start(dataDir: string, logger = quietLogger(), putting = (put: Put, _collection: string) => put): Database {
+function start(dataDir: string, logger = quietLogger(), putting = (put: Put, _collection: string, _writer: DatabaseSync) => put): Database {
 	const database = openDatabase(dataDir, "alone");
 	open.push(database);
 	for (const collection of COLLECTIONS) {
 		database.writer.exec(`CREATE TABLE IF NOT EXISTS ${collection} (_id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL)`);
 		const insert = database.writer.prepare(`INSERT OR REPLACE INTO ${collection} (_id, doc) VALUES (?, ?)`);
 		const put: Put = ({ _id, ...doc }) => insert.run(String(_id), JSON.stringify(doc));
-		migrateNeDbFile(database.writer, dataDir, collection, putting(put, collection), logger as unknown as Logger);
+		migrateNeDbFile(database.writer, dataDir, collection, putting(put, collection, database.writer), logger as unknown as Logger);
 	}
 	return database;
 }
@@ -116,6 +116,16 @@ describe("migrating the previous release's NeDB files", () => {
 		for (const collection of ["categories", "authors", "games"] as const)
 			expect(stored(writer, collection)).toEqual(byId(expected[collection]));
 		expect(stored(writer, "games")).toHaveLength(25);
+	});
+
+	test("its commit is synced to the disk before the file moves aside (synchronous FULL), and the store goes back to NORMAL", () => {
+		const levels = new Set<number>();
+		const database = start(earlierDataDir(), quietLogger(), (put, _collection, writer) => doc => {
+			levels.add((writer.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous);
+			put(doc);
+		});
+		expect(levels).toEqual(new Set([2]));
+		expect((database.writer.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(1);
 	});
 
 	test("line and paragraph separators, quotes, accents and emoji come through exactly", () => {
