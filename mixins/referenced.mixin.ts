@@ -1,5 +1,5 @@
 import type { Context } from "moleculer";
-import { claim, release, unclaimed, type ClaimOptions } from "../lib/integrity/write-claims";
+import { claim, givenUpAt, release, unclaimed, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
 import { inUse, notFound } from "../lib/catalogue/errors";
 import { actionParams, type Kind } from "../lib/catalogue/kind";
@@ -31,7 +31,7 @@ export function referencedByGames(kind: Kind) {
 				async handler(ctx: Context<{ id: string }>): Promise<Record<string, Row>> {
 					const { id } = ctx.params;
 					const token = newToken();
-					const record = await claim(claimStore(this), id, token, deleting);
+					const record = await claim(claimStore(this), id, token, { ...deleting, until: givenUpAt(ctx) });
 					if (!record) throw unknown();
 					try {
 						const games = await ctx.call<number, Record<string, string>>("games.countBy", { [field]: id });
@@ -61,7 +61,8 @@ export function referencedByGames(kind: Kind) {
 				params: { id: [idRule, { type: "array", items: idRule, max: TRANSFER_BATCH }] },
 				async handler(ctx: Context<{ id: string | string[] }>): Promise<true> {
 					const ids = typeof ctx.params.id === "string" ? [ctx.params.id] : ctx.params.id;
-					const found = await Promise.all(ids.map(id => unclaimed(claimStore(this), id, deleting)));
+					const waiting = { ...deleting, until: givenUpAt(ctx) };
+					const found = await Promise.all(ids.map(id => unclaimed(claimStore(this), id, waiting)));
 					if (!found.every(Boolean)) throw unknown();
 					return true;
 				},

@@ -2,7 +2,7 @@ import uniq from "lodash/uniq";
 import type { Context } from "moleculer";
 import { inSteps } from "../lib/async/steps";
 import { firstFailure } from "../lib/catalogue/checks";
-import { claim, release, type ClaimOptions } from "../lib/integrity/write-claims";
+import { claim, givenUpAt, release, type ClaimOptions } from "../lib/integrity/write-claims";
 import { config } from "../lib/config/config";
 import { notFound } from "../lib/catalogue/errors";
 import { gameSearch, titleKept, type GameSearch } from "../lib/catalogue/game-search";
@@ -147,7 +147,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const references = { category: game.category, author: game.author };
 				const token = newToken();
 				const games = claimStore(this, notDraft);
-				if (!(await claim(games, id, token, changing, references))) throw unknownGame();
+				if (!(await claim(games, id, token, { ...changing, until: givenUpAt(ctx) }, references))) throw unknownGame();
 				try {
 					await this.checkReferences(ctx, references);
 					const write = { query: { _id: id, "change.token": token }, update: { $set: game, $unset: { change: true } } };

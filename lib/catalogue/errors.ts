@@ -155,6 +155,7 @@ const UNREACHABLE = new Set([
 	"ServiceNotAvailableError",
 	"RequestRejectedError",
 	"RequestTimeoutError",
+	"RequestSkippedError",
 	"QueueIsFullError",
 ]);
 

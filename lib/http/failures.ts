@@ -95,7 +95,8 @@ export function toFailure(error: unknown): Failure {
 			};
 		case err.name === "NotFoundError":
 			return { status: 404, body: { msg: texts.notFound } };
-		case err.name === "RequestTimeoutError":
+		// Skipped: its caller's time had run out before the call was made.
+		case err.name === "RequestTimeoutError" || err.name === "RequestSkippedError":
 			return { status: 504, body: { msg: texts.unavailable } };
 		// moleculer's, and moleculer-web's own for a route whose service it has never seen.
 		case isUnreachable(err.name) || err.name === "ServiceUnavailableError":

@@ -1,4 +1,5 @@
 import { setTimeout as delay } from "node:timers/promises";
+import { Errors, type Context } from "moleculer";
 
 /**
  * Claims on stored records for the referential-integrity protocol (docs/integrity.md): a field `{ token, at, ... }` set and cleared by
@@ -25,18 +26,35 @@ export interface ClaimOptions {
 	field: string;
 	/** A claim older than this is abandoned. */
 	leaseMs: number;
+	/** When the caller gives up (`givenUpAt`): a wait for a live claim past it throws `late()` instead of holding its place. */
+	until?: { at: number; late: () => Error };
+}
+
+/**
+ * When the call `ctx` runs for is given up (its timeout, less the time it has run, as moleculer hands it on), for `until`: a wait
+ * that outlived its request would hold a place of the action's bulkhead, and writes of other records would queue behind it.
+ */
+export function givenUpAt(ctx: Context): ClaimOptions["until"] {
+	const { timeout } = ctx.options;
+	if (!timeout || timeout <= 0 || !ctx.startHrTime) return undefined;
+	const [seconds, nanos] = process.hrtime(ctx.startHrTime);
+	return {
+		at: Date.now() + timeout - (seconds * 1e3 + nanos / 1e6),
+		late: () => new Errors.RequestTimeoutError({ action: ctx.action?.name ?? "", nodeID: ctx.nodeID ?? "" }),
+	};
 }
 
 /** The longest pause between two looks at a claimed record. */
 const MAX_POLL_MS = 50;
 
 /** The record once no live claim is on it, waiting out a live one and breaking an abandoned one; nothing when it does not exist. */
-export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs }: ClaimOptions) {
+export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs, until }: ClaimOptions) {
 	for (let pause = 1; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {
 		const record = await store.findById(id);
 		const held = record?.[field] as Claim | undefined;
 		if (!record || !held) return record ?? undefined;
 		if (held.at < Date.now() - leaseMs) await release(store, id, held.token, { field });
+		else if (until && Date.now() >= until.at) throw until.late();
 		else await delay(pause);
 	}
 }

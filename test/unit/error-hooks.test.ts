@@ -46,6 +46,7 @@ describe("errorHooks", () => {
 		new Errors.ServiceNotFoundError({ action: "games.countBy" }),
 		new Errors.RequestRejectedError({ action: "games.countBy", nodeID: "games-1" }),
 		new Errors.RequestTimeoutError({ action: "games.countBy", nodeID: "games-1" }),
+		new Errors.RequestSkippedError({ action: "games.countBy", nodeID: "games-1" }),
 		new Errors.QueueIsFullError({ action: "games.countBy", nodeID: "games-1", size: 128, limit: 32 }),
 	])("a service called that cannot be reached or does not answer (%s) passes unchanged: not the request's fault", err => {
 		expect(thrownBy("create", err)).toBe(err);

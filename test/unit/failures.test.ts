@@ -55,6 +55,11 @@ describe("toFailure", () => {
 		expect(toFailure(new Errors.ServiceNotFoundError({ action: "authors.get" })).status).toBe(503);
 		expect(toFailure(new Errors.ServiceNotAvailableError({ action: "authors.get" })).status).toBe(503);
 		expect(toFailure(new Errors.RequestTimeoutError({ action: "authors.get" })).status).toBe(504);
+		// A call its caller's time had run out for before it was made.
+		expect(toFailure(new Errors.RequestSkippedError({ action: "authors.referable", nodeID: "games-1" }))).toEqual({
+			status: 504,
+			body: { msg: texts.unavailable },
+		});
 	});
 
 	test("a node lost in the middle of a call or too busy to queue it answers 503, not its internal message", () => {

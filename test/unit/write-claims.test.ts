@@ -1,5 +1,5 @@
-import { ServiceBroker } from "moleculer";
-import { claim, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/integrity/write-claims";
+import { Errors, ServiceBroker, type Context } from "moleculer";
+import { claim, givenUpAt, release, unclaimed, type Claim, type ClaimOptions, type ClaimStore } from "../../lib/integrity/write-claims";
 import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import { stillPending } from "../support/catalogue";
 
@@ -83,6 +83,35 @@ describe("unclaimed", () => {
 		await adapter.updateMany({ _id: "a1" }, { $set: { deleting: { token: "dead", at: Date.now() - deleting.leaseMs - 1 } } });
 		expect(await unclaimed(store, "a1", deleting)).toEqual({ _id: "a1", name: "Knizia" });
 		expect(await adapter.removeMany({ _id: "a1", "deleting.token": "dead" })).toBe(0);
+	});
+});
+
+describe("a wait whose request was given up", () => {
+	test("ends at the caller's deadline with a timeout, and looks at the record no more, though the claim is live", async () => {
+		await claim(store, "a1", "holder", deleting);
+		let looks = 0;
+		const counting: ClaimStore = { ...store, findById: id => (looks++, store.findById(id)) };
+		const broker = new ServiceBroker({ logger: false });
+		broker.createService({
+			name: "authors",
+			actions: { referable: ctx => unclaimed(counting, "a1", { ...deleting, until: givenUpAt(ctx) }) },
+		});
+		await broker.start();
+		try {
+			const started = Date.now();
+			await expect(broker.call("authors.referable", {}, { timeout: 300 })).rejects.toBeInstanceOf(Errors.RequestTimeoutError);
+			await new Promise(resolve => setTimeout(resolve, 150));
+			const after = looks;
+			await new Promise(resolve => setTimeout(resolve, 300));
+			expect(looks).toBe(after);
+			expect(Date.now() - started).toBeLessThan(deleting.leaseMs);
+		} finally {
+			await broker.stop();
+		}
+	});
+
+	test("a call without a timeout waits for the claim as before", () => {
+		expect(givenUpAt({ options: {}, startHrTime: null } as unknown as Context)).toBeUndefined();
 	});
 });
 
