@@ -31,6 +31,7 @@ export const texts = {
 	complexTitlePattern: "The 'title' filter is too complex a pattern",
 	unprintableText: "The '{field}' field must not contain control characters or invalid Unicode.",
 	malformedJson: "The request body is not valid JSON",
+	bodyNotDecoded: "The request body is not in the Content-Encoding it names",
 	bodyNotJson: "The request body is read as JSON only: send it with Content-Type: application/json",
 	bodyTooLarge: "The request body is too large",
 	bodyTooDeep: "The request body is nested too deeply",

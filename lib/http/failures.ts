@@ -44,6 +44,9 @@ interface ErrorLike {
 	data?: unknown;
 }
 
+/** The codes of zlib's failures to inflate: gzip's and deflate's (`Z_DATA_ERROR`, `Z_BUF_ERROR`) and Brotli's. */
+const ZLIB_FAILURE = /^(Z_[A-Z_]+|ERR__ERROR_[A-Z0-9_]+)$/;
+
 function fieldErrors(data: unknown): FieldError[] | undefined {
 	if (!Array.isArray(data)) return undefined;
 	const errors = data
@@ -64,6 +67,9 @@ export function toFailure(error: unknown): Failure {
 			return { status: 400, body: { msg: errors[0].message, errors } };
 		case err.type === "entity.parse.failed":
 			return { status: 400, body: { msg: texts.malformedJson } };
+		// zlib's, for a body the body parser could not inflate: moleculer-web passes its code on as the error's code.
+		case typeof err.code === "string" && ZLIB_FAILURE.test(err.code):
+			return { status: 400, body: { msg: texts.bodyNotDecoded } };
 		case err.type === "entity.too.large":
 			return { status: 413, body: { msg: texts.bodyTooLarge } };
 		// moleculer-web's, for the route's rate limit and for an origin CORS_ORIGINS does not list.

@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import { connect } from "node:net";
+import { gzipSync } from "node:zlib";
 import type { Middleware } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import { REQUEST_ARRIVAL_MS } from "../../services/api.service";
@@ -118,6 +119,25 @@ describe("limits and headers (default settings)", () => {
 		const before = (await api().get("/author")).body;
 		expectFailure(await api().send("PUT", "/author", { name: "Ann", nationality: "Irish" }, undefined, headers), 415, msg);
 		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test.each([
+		["gzip", "not gzip at all"],
+		["gzip", new Uint8Array(gzipSync(JSON.stringify({ name: "Ann", nationality: "Irish" })).subarray(0, 20))],
+		["deflate", "not deflate"],
+		["br", new Uint8Array([0xff, 0xff, 0xff, 0xff])],
+	])("a body that is not in the Content-Encoding it names (%s) answers 400 with a msg and stores nothing", async (encoding, raw) => {
+		const before = (await api().get("/author")).body;
+		const answer = await api().send("PUT", "/author", undefined, raw, { "Content-Encoding": encoding });
+		expectFailure(answer, 400, "The request body is not in the Content-Encoding it names");
+		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("a body in the Content-Encoding it names is read", async () => {
+		const raw = new Uint8Array(gzipSync(JSON.stringify({ name: "Zipped", nationality: "Irish" })));
+		const answer = await api().send("PUT", "/author", undefined, raw, { "Content-Encoding": "gzip" });
+		expect(answer.status).toBe(200);
+		await api().delete(`/author/${answer.body.author.id}`);
 	});
 
 	test.each([

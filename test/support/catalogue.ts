@@ -53,7 +53,7 @@ export class Api {
 		method: string,
 		path: string,
 		body?: unknown,
-		raw?: string,
+		raw?: string | Uint8Array<ArrayBuffer>,
 		headers: Record<string, string> = {},
 	): Promise<Answer<T>> {
 		const response = await fetch(this.url + path, {
