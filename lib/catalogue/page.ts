@@ -91,14 +91,16 @@ export const pageOrders = ({ fields }: Pick<SortFields, "fields">, leading: stri
  * The id is always the last key, so records with equal keys keep creation order and pages never overlap.
  */
 export function sortKeys<F extends string>(
-	sort: SortOrder<F> | SortOrder<F>[] | undefined,
+	sort: SortOrder<F> | (SortOrder<F> | null)[] | null | undefined,
 	{ byDefault }: Pick<SortFields<F>, "byDefault">,
 	storedId = "_id",
 ): string[] {
-	const orders = sort === undefined ? [] : [sort].flat();
+	// A null (the validation lets optional fields be null) is absent, as the interface reads an absent sort or property.
+	const orders = [sort ?? []].flat().filter(order => order !== null);
 	const keys = new Map<string, string>();
-	for (const { property = byDefault, direction } of orders.length > 0 ? orders : [{}]) {
-		const field = property === "id" ? storedId : property;
+	for (const { property, direction } of orders.length > 0 ? orders : [{}]) {
+		const sorted = property ?? byDefault;
+		const field = sorted === "id" ? storedId : sorted;
 		if (!keys.has(field)) keys.set(field, direction === "desc" ? `-${field}` : field);
 	}
 	if (!keys.has(storedId)) keys.set(storedId, storedId);

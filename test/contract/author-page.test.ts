@@ -115,6 +115,16 @@ describe("POST /author (page)", () => {
 		expect(names(body.content)).toEqual(["Fay", "Eve", "Dan", "Carl", "Bea", "Alba", "Alba"]);
 	});
 
+	test.each([
+		["a null sort", null],
+		["a null property", { property: null, direction: "desc" }],
+	])("%s is an absent one: ordered by name", async (_case, sort) => {
+		const { status, body } = await page({ pageNumber: 0, pageSize: 10, sort });
+		expect(status).toBe(200);
+		const ascending = ["Alba", "Alba", "Bea", "Carl", "Dan", "Eve", "Fay"];
+		expect(names(body.content)).toEqual(sort === null ? ascending : [...ascending].reverse());
+	});
+
 	test("sort by id orders by creation", async () => {
 		const { body } = await page({ pageNumber: 0, pageSize: 10, sort: [{ property: "id", direction: "desc" }] });
 		expect(body.content.map((author: Author) => author.id)).toEqual(authors.map(author => author.id).reverse());

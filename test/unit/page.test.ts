@@ -43,6 +43,9 @@ describe("sortKeys", () => {
 	test("no sort orders by the records' default, then by id", () => {
 		expect(sortKeys(undefined, AUTHOR_SORT)).toEqual(["name", "_id"]);
 		expect(sortKeys([], AUTHOR_SORT)).toEqual(["name", "_id"]);
+		expect(sortKeys(null, AUTHOR_SORT)).toEqual(["name", "_id"]);
+		expect(sortKeys([null], AUTHOR_SORT)).toEqual(["name", "_id"]);
+		expect(sortKeys({ property: null as unknown as "name", direction: "desc" }, AUTHOR_SORT)).toEqual(["-name", "_id"]);
 	});
 
 	test("games are ordered by id by default, the order of GET /game", () => {
