@@ -4,6 +4,7 @@
  */
 import { isUnreachable, STORAGE_FAILURE } from "../catalogue/errors";
 import { FileCheck, type OutsideReference, type Problem } from "./check";
+import { NotUtf8Line } from "./lines";
 import { recordsWithIds, type Caller } from "./calls";
 import { KINDS, serviceOf, type Kind, type StoredRecord } from "./format";
 
@@ -54,9 +55,14 @@ async function present(call: Caller, references: OutsideReference[]): Promise<Se
 /** Checks the whole file; throws RefusedFile naming its first bad line. Answers the number of records. */
 export async function checkFile({ file, lines, call }: ImportOptions): Promise<number> {
 	const check = new FileCheck();
-	for await (const line of lines()) {
-		await check.add(line);
-		if (check.problem) break;
+	try {
+		for await (const line of lines()) {
+			await check.add(line);
+			if (check.problem) break;
+		}
+	} catch (err) {
+		if (err instanceof NotUtf8Line) throw new RefusedFile(file, { line: err.line, reason: "not UTF-8 text (save the file as UTF-8)" });
+		throw err;
 	}
 	const inCatalogue = await present(call, check.outsideReferences());
 	const problem = check.finish(reference => inCatalogue.has(`${reference.kind} ${reference.id}`));

@@ -1,13 +1,61 @@
 /**
  * The lines of an export file or a spool, split at "\n" alone (a "\r" before it dropped): Node's readline also splits at U+2028
- * and U+2029, which JSON allows raw in a string.
+ * and U+2029, which JSON allows raw in a string. The file must be UTF-8: a line that is not fails the reading, naming it.
  */
+import { isUtf8 } from "node:buffer";
 import { createReadStream } from "node:fs";
-import { pipeline } from "node:stream";
+import { pipeline, Transform } from "node:stream";
 import split2 from "split2";
 
-/** The lines of `file`, read as they are iterated; a read error (a file gone) is thrown by the iteration. */
+/** A line of a file that is not UTF-8 (a file saved as Latin-1, say): the text would come out with U+FFFD in place of its letters. */
+export class NotUtf8Line extends Error {
+	constructor(readonly line: number) {
+		super(`line ${line} is not UTF-8 text`);
+	}
+}
+
+const NEWLINE = 0x0a;
+
+const newlinesIn = (bytes: Buffer) => {
+	let count = 0;
+	for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) count++;
+	return count;
+};
+
+/** The first line of `bytes` (whole lines, the first numbered `first`) that is not UTF-8. */
+function firstNotUtf8(bytes: Buffer, first: number): NotUtf8Line {
+	let line = first;
+	for (let start = 0; start < bytes.length; line++) {
+		const end = bytes.indexOf(NEWLINE, start);
+		const stop = end === -1 ? bytes.length : end;
+		if (!isUtf8(bytes.subarray(start, stop))) break;
+		start = stop + 1;
+	}
+	return new NotUtf8Line(line);
+}
+
+/** Passes the bytes on as they come, each run of whole lines checked to be UTF-8 (a character is never cut between two lines). */
+function utf8Only(): Transform {
+	let line = 1;
+	let tail = Buffer.alloc(0);
+	return new Transform({
+		transform(chunk: Buffer, _encoding, done) {
+			const bytes = tail.length > 0 ? Buffer.concat([tail, chunk]) : chunk;
+			const end = bytes.lastIndexOf(NEWLINE) + 1;
+			const whole = bytes.subarray(0, end);
+			tail = Buffer.from(bytes.subarray(end));
+			if (!isUtf8(whole)) return done(firstNotUtf8(whole, line));
+			line += newlinesIn(whole);
+			done(null, chunk);
+		},
+		flush(done) {
+			done(isUtf8(tail) ? null : new NotUtf8Line(line));
+		},
+	});
+}
+
+/** The lines of `file`, read as they are iterated; a read error (a file gone) or a line not UTF-8 is thrown by the iteration. */
 export function readLines(file: string): AsyncIterable<string> {
 	// pipeline, not pipe: it hands the source's errors on to the lines, and closes the file when the reader stops early.
-	return pipeline(createReadStream(file), split2(/\r?\n/), () => undefined);
+	return pipeline(createReadStream(file), utf8Only(), split2(/\r?\n/), () => undefined);
 }

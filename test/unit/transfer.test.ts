@@ -8,7 +8,7 @@ import { exportCatalogue } from "../../lib/transfer/export";
 import { headerLine, recordLine, type StoredRecord } from "../../lib/transfer/format";
 import type { Caller } from "../../lib/transfer/calls";
 import { checkFile, importFile } from "../../lib/transfer/import";
-import { readLines } from "../../lib/transfer/lines";
+import { NotUtf8Line, readLines } from "../../lib/transfer/lines";
 import { Errors } from "moleculer";
 import { CatalogueError, storageFailure, texts } from "../../lib/catalogue/errors";
 
@@ -245,6 +245,30 @@ describe("U+2028 and U+2029: written escaped, read raw", () => {
 
 	test('readLines drops the "\\r" of CRLF line ends', async () => {
 		expect(await linesOf(await fileOf(`${category(C1)}\r\n${author(A1)}\r\n`))).toEqual([category(C1), author(A1)]);
+	});
+
+	test("readLines refuses a line that is not UTF-8 (a file saved as Latin-1), naming it, instead of reading U+FFFD", async () => {
+		const file = path.join(dir, "latin1.jsonl");
+		await writeFile(
+			file,
+			Buffer.concat([
+				Buffer.from(`${category(C1)}\n${author(A1)}\n`),
+				Buffer.from(`${game(G1, C1, A1, { title: "Müller" })}\n`, "latin1"),
+			]),
+		);
+		await expect(linesOf(file)).rejects.toEqual(new NotUtf8Line(3));
+		const call: Caller = async () => {
+			throw new Error("nothing is asked of the catalogue");
+		};
+		await expect(checkFile({ file, lines: () => readLines(file), call, batch: 10 })).rejects.toThrow(
+			`${file}, line 3: not UTF-8 text (save the file as UTF-8). Nothing was imported.`,
+		);
+	});
+
+	test("readLines reads a character cut between two of the file's chunks whole", async () => {
+		// 64 KiB chunks: a title of two-byte letters crosses their boundaries.
+		const long = game(G1, C1, A1, { title: "é".repeat(100_000) });
+		expect(await linesOf(await fileOf(`${category(C1)}\n${long}\n${author(A1)}`))).toEqual([category(C1), long, author(A1)]);
 	});
 
 	test("readLines throws a read error rather than waiting for lines that never come", async () => {
