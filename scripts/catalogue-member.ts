@@ -5,13 +5,22 @@ import { nodeIdOf } from "../lib/config/broker-access";
 import { config } from "../lib/config/config";
 import { natsTransporter } from "../lib/config/transporter";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+import { describeStorage } from "../lib/storage/location";
 import { readSnapshot } from "../lib/storage/sqlite-database";
 
 /** Where the catalogue a tool works on is: the cluster it joins, or the data folder it opens itself. */
 export const whereTheCatalogueIs = () =>
-	config.transporter
-		? "the cluster of TRANSPORTER (joined as the REPL joins it)"
-		: `the database of DATA_DIR ${config.dataDir} (opened here)`;
+	config.transporter ? "the cluster of TRANSPORTER (joined as the REPL joins it)" : `${describeStorage(config)} (opened here)`;
+
+/**
+ * Why the writes of a tool (an import) would not move a running catalogue's cache, or undefined. A catalogue on MongoDB without
+ * TRANSPORTER or REDIS_URL keeps its answers in its own memory, and no lock file, as SQLite's, refuses a second process there.
+ */
+export const unseenWrites = () =>
+	config.mongoUri && !config.transporter && !config.redisUrl
+		? "A catalogue running on this MongoDB without REDIS_URL keeps its answers in its own memory: it would serve them unchanged " +
+			"until its next write of each kind. Import with it stopped, or join it with TRANSPORTER, or run both with one REDIS_URL."
+		: undefined;
 
 /**
  * A broker for a command-line tool that works through the catalogue's services, with the

@@ -6,7 +6,7 @@ import { TRANSFER_BATCH } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/transfer/import";
 import { readLines } from "../lib/transfer/lines";
-import { startMember, whereTheCatalogueIs } from "./catalogue-member";
+import { startMember, unseenWrites, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
@@ -51,6 +51,8 @@ async function main(): Promise<void> {
 	try {
 		await access(file);
 		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
+		const unseen = unseenWrites();
+		if (unseen) console.error(`Warning: ${unseen}`);
 		broker = await startMember();
 		if (!(await importFrom(broker, file))) process.exitCode = 1;
 	} catch (err) {
