@@ -7,6 +7,7 @@ import { within } from "../lib/async/within";
 import { needs } from "../lib/catalogue/services";
 import { natsConnection } from "../lib/config/transporter";
 import { healthAnswer, isHealthPath, waitingOn, type HealthPath, type Readiness } from "../lib/http/health";
+import { isRead } from "../lib/http/methods";
 
 /** How long the probe waits for NATS to answer its round trip, and for each service it needs. */
 const RTT_TIMEOUT_MS = 1000;
@@ -86,7 +87,7 @@ export function readinessProbe(port: number): Middleware {
 					response.writeHead(status, { "Content-Type": "application/json" });
 					response.end(JSON.stringify(body));
 				};
-				const path = request.method === "GET" ? request.url : undefined;
+				const path = isRead(request.method) ? request.url : undefined;
 				if (!isHealthPath(path)) return answer({ status: 404, body: { msg: texts.notFound, nodeID: broker.nodeID } });
 				void brokerHealth(broker, path).then(answer);
 			});

@@ -118,7 +118,8 @@ export const info = {
 		"Categories, authors and games. Every failure is JSON with a string `msg`. Besides the answers listed per operation, any " +
 		"route may answer 404 (an unknown route), 405 with `Allow` (a method the path does not answer), 403 (a browser origin CORS_ORIGINS does not list), 408 and 431 " +
 		"(a request that is too slow or too large to read), with the text in `msg`. Every path is also answered with a trailing " +
-		"slash, as the same operation: `GET /category/?name=` is `GET /category`, not `/category/{id}` with an empty id.",
+		"slash, as the same operation: `GET /category/?name=` is `GET /category`, not `/category/{id}` with an empty id. Every GET path " +
+		"but `/changes` also answers HEAD, with the GET's status and headers and no body.",
 };
 
 /** GET /openapi.json: the fields every document has, so a typed client reads them; `paths` and `components` are OpenAPI's own shapes. */

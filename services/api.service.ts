@@ -12,7 +12,7 @@ import { rateLimitSettings } from "../lib/http/rate-limit";
 import { docsActions, docsRoute } from "../lib/http/docs-page";
 import { sentAnswer, wishOf, type ResponseMeta } from "../lib/http/sent-answers";
 import { toFailure } from "../lib/http/failures";
-import { unrouted, type GatewayAlias } from "../lib/http/methods";
+import { unrouted, withHead, type GatewayAlias } from "../lib/http/methods";
 import { UnlistedOrigins } from "../lib/http/origins";
 import { texts } from "../lib/catalogue/errors";
 import { portInUse } from "../lib/config/start-failures";
@@ -98,7 +98,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					path: "/",
 					mappingPolicy: "restrict",
 					autoAliases: false,
-					aliases,
+					// Every GET path answers HEAD too, with the GET's headers (docs/http.md).
+					aliases: withHead(aliases),
 					bodyParsers: { json: { limit: options.bodyLimit } },
 					use: [
 						limitUrlLength,
@@ -150,7 +151,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						ctx.meta.clientAddress = clientAddress(req);
 					},
 				},
-				docsRoute(docsAliases, rateLimitPolicy("docs")),
+				docsRoute(withHead(docsAliases), rateLimitPolicy("docs")),
 			],
 			// Every failure, routed or not, answers JSON `{ msg }` with the status of lib/http/failures.ts.
 			onError(

@@ -6,7 +6,7 @@ import helmet from "helmet";
 import ApiGateway from "moleculer-web";
 import { texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
-import { isRouted } from "./methods";
+import { isRead, isRouted } from "./methods";
 
 /** Connect-style middleware, as moleculer-web runs them in a route's `use`. */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -51,17 +51,17 @@ export const jsonBodyOnly: Middleware = (req, _res, next) => {
 };
 
 /**
- * Only GET reads its query string (the list filters). moleculer-web copies the query over the body, so `PUT /author?name=Mallory`
+ * Only GET (and HEAD, its headers) reads its query string (the list filters). moleculer-web copies the query over the body, so `PUT /author?name=Mallory`
  * would otherwise store a name the body never sent.
  */
 export const queryOnlyForReads: Middleware = (req, _res, next) => {
-	if (req.method !== "GET") (req as { query?: unknown }).query = {};
+	if (!isRead(req.method)) (req as { query?: unknown }).query = {};
 	next();
 };
 
-/** Only GET answers 304: a write or a search always runs and sends its answer, as in Express; moleculer-web would compare them all. */
+/** Only GET and HEAD answer 304: a write or a search always runs and sends its answer, as in Express; moleculer-web would compare them all. */
 export const conditionalOnlyForReads: Middleware = (req, _res, next) => {
-	if (req.method !== "GET") {
+	if (!isRead(req.method)) {
 		delete req.headers["if-none-match"];
 		delete req.headers["if-modified-since"];
 	}

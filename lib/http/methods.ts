@@ -5,6 +5,17 @@
 import type { IncomingMessage } from "node:http";
 import { methodNotAllowed } from "../catalogue/errors";
 
+/** Whether `method` reads: HEAD is a GET whose body is not sent (RFC 9110), so it takes a GET's query, conditions and tags. */
+export const isRead = (method: string | undefined): boolean => method === "GET" || method === "HEAD";
+
+/** `table` with a HEAD alias beside each GET one, to the same action: node's server leaves a HEAD answer's body out. */
+export function withHead(table: Readonly<Record<string, string>>): Record<string, string> {
+	const heads = Object.entries(table)
+		.filter(([route]) => route.startsWith("GET "))
+		.map(([route, action]): [string, string] => [`HEAD ${route.slice("GET ".length)}`, action]);
+	return { ...table, ...Object.fromEntries(heads) };
+}
+
 /** An alias as moleculer-web keeps it, in its service's `aliases`. */
 export interface GatewayAlias {
 	method: string;

@@ -9,6 +9,7 @@ import vary from "vary";
 import { HttpAnswer, sourcesOf, type HttpWish } from "../cache/answers";
 import { etagOf, heldTags } from "../cache/keys";
 import { chosenEncoding, compress, COMPRESS_FROM_BYTES } from "./compression";
+import { isRead } from "./methods";
 
 /** What an action or a hook tells moleculer-web about the answer; what the gateway asks of a cached read (lib/cache/answers.ts). */
 export type ResponseMeta = { $statusCode?: number; $responseType?: string; $responseHeaders?: Record<string, string>; $http?: HttpWish };
@@ -23,13 +24,13 @@ type RoutedRequest = IncomingMessage & { $action?: ActionSchema };
 export function wishOf(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage): void {
 	const { $action } = req as RoutedRequest;
 	if (!$action || !sourcesOf($action)) return;
-	const held = req.method === "GET" ? heldTags(req.headers["if-none-match"], req.headers["cache-control"]) : [];
+	const held = isRead(req.method) ? heldTags(req.headers["if-none-match"], req.headers["cache-control"]) : [];
 	ctx.meta.$http = { encoding: chosenEncoding(req.headers), held };
 }
 
 /** A cached read's answer as the cache keeps it: tagged (a GET), then its bytes, or a 304 when the client's tag is current. */
 function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): Buffer | null {
-	if (req.method === "GET") res.setHeader("ETag", etagOf(answer.tag));
+	if (isRead(req.method)) res.setHeader("ETag", etagOf(answer.tag));
 	if (answer.body === null) {
 		ctx.meta.$statusCode = 304;
 		return null;
@@ -48,7 +49,7 @@ export function sentAnswer(ctx: Context<unknown, ResponseMeta>, req: IncomingMes
 	if (data instanceof HttpAnswer) return sendAsKept(ctx, req, res, data);
 	const encoding = chosenEncoding(req.headers);
 	// A 503 of /health/ready is not tagged: only a 200 is an answer to keep.
-	const untagged = req.method === "GET" && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
+	const untagged = isRead(req.method) && !res.hasHeader("ETag") && ctx.meta.$statusCode === undefined;
 	if ((encoding === null && !untagged) || data == null) return data;
 	const json = JSON.stringify(data);
 	ctx.meta.$responseType = "application/json; charset=utf-8";

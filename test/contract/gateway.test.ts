@@ -1,5 +1,6 @@
 import { newId } from "../../lib/catalogue/ids";
 import { INTERNALS, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { rawRequest } from "../support/raw-http";
 
 let catalogue: Catalogue;
 let api: Api;
@@ -33,19 +34,76 @@ describe("the gateway", () => {
 	});
 
 	test.each([
-		["POST", "/game/1", "DELETE, GET, PUT", "This path does not answer POST; it answers DELETE, GET, PUT"],
-		["PATCH", `/game/${newId()}`, "DELETE, GET, PUT", "This path does not answer PATCH; it answers DELETE, GET, PUT"],
-		["PATCH", "/author/1", "DELETE, GET, PUT", "This path does not answer PATCH; it answers DELETE, GET, PUT"],
-		["DELETE", "/author", "GET, POST, PUT", "This path does not answer DELETE; it answers GET, POST, PUT"],
-		["DELETE", "/category/", "GET, PUT", "This path does not answer DELETE; it answers GET, PUT"],
-		["POST", "/category", "GET, PUT", "Records are created with PUT /category, not POST; this path answers GET, PUT"],
-		["PUT", "/health/live", "GET", "This path does not answer PUT; it answers GET"],
+		["POST", "/game/1", "DELETE, GET, HEAD, PUT", "This path does not answer POST; it answers DELETE, GET, HEAD, PUT"],
+		["PATCH", `/game/${newId()}`, "DELETE, GET, HEAD, PUT", "This path does not answer PATCH; it answers DELETE, GET, HEAD, PUT"],
+		["PATCH", "/author/1", "DELETE, GET, HEAD, PUT", "This path does not answer PATCH; it answers DELETE, GET, HEAD, PUT"],
+		["DELETE", "/author", "GET, HEAD, POST, PUT", "This path does not answer DELETE; it answers GET, HEAD, POST, PUT"],
+		["DELETE", "/category/", "GET, HEAD, PUT", "This path does not answer DELETE; it answers GET, HEAD, PUT"],
+		["POST", "/category", "GET, HEAD, PUT", "Records are created with PUT /category, not POST; this path answers GET, HEAD, PUT"],
+		["PUT", "/health/live", "GET, HEAD", "This path does not answer PUT; it answers GET, HEAD"],
 		["POST", "/changes", "GET", "This path does not answer POST; it answers GET"],
 	])("%s %s, a method the path does not answer, is 405 with Allow: %s", async (method, path, allow, msg) => {
 		const answer = await api.send(method, path);
 		expectCleanFailure(answer, 405);
 		expect(answer.body).toEqual({ msg });
 		expect(answer.headers.get("allow")).toBe(allow);
+	});
+
+	describe("HEAD, on every path that answers GET", () => {
+		/** A GET's answer and the HEAD of the same URL, with exactly these headers: the HEAD has the GET's status and headers, no body. */
+		async function both(path: string, headers: Record<string, string> = {}) {
+			const get = await rawRequest(api.url + path, "GET", headers);
+			const head = await rawRequest(api.url + path, "HEAD", headers);
+			expect(head.body.length).toBe(0);
+			expect(head.status).toBe(get.status);
+			for (const name of ["content-type", "etag", "content-encoding"])
+				expect({ path, name, value: head.headers[name] }).toEqual({ path, name, value: get.headers[name] });
+			// RFC 9110: a HEAD may leave Content-Length out, and never sends another length than the GET's.
+			if (head.headers["content-length"] !== undefined) expect(head.headers["content-length"]).toBe(String(get.body.length));
+			return { get, head };
+		}
+
+		test("HEAD of the lists, a record, the health paths and the documents answers as GET, without the body", async () => {
+			const category = await api.category("Head category");
+			const author = await api.author("Head author");
+			await api.game("Head game", category, author);
+			const paths = ["/game", "/author", "/category", `/category/${category.id}`, "/health/ready", "/health/live", "/openapi.json"];
+			for (const path of paths) {
+				const { head } = await both(path);
+				expect({ path, status: head.status, etag: head.headers.etag }).toEqual({ path, status: 200, etag: expect.any(String) });
+			}
+			expect((await both("/docs")).head.status).toBe(200);
+		});
+
+		test("HEAD reads the list filters of its query, as GET does", async () => {
+			const category = await api.category("Head filter");
+			const author = await api.author("Head filter author");
+			await api.game("Head filtered", category, author);
+			const all = await both("/game");
+			const filtered = await both(`/game?title=${encodeURIComponent("^Head filtered$")}`);
+			expect(JSON.parse(filtered.get.body.toString())).toHaveLength(1);
+			expect(filtered.head.headers.etag).not.toBe(all.head.headers.etag);
+		});
+
+		test("HEAD with the tag it holds answers 304; compressed, it names the encoding the GET is sent in", async () => {
+			const { head } = await both("/game");
+			expect((await rawRequest(`${api.url}/game`, "HEAD", { "If-None-Match": head.headers.etag! })).status).toBe(304);
+			const compressed = await both("/openapi.json", { "Accept-Encoding": "gzip" });
+			expect(compressed.head.headers["content-encoding"]).toBe("gzip");
+		});
+
+		test("HEAD of an unknown record answers the GET's 400, without the body", async () => {
+			expect((await both(`/category/${newId()}`)).head.status).toBe(400);
+		});
+
+		test("HEAD /changes, a stream, is 405 with Allow: GET", async () => {
+			const head = await rawRequest(`${api.url}/changes`, "HEAD");
+			expect({ status: head.status, allow: head.headers.allow, body: head.body.length }).toEqual({
+				status: 405,
+				allow: "GET",
+				body: 0,
+			});
+		});
 	});
 
 	test("a 405 runs nothing: POST /category with a body creates no category", async () => {

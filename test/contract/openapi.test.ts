@@ -61,9 +61,18 @@ describe("GET /openapi.json", () => {
 		expect(document).toEqual(expect.objectContaining({ openapi: "3.1.0" }));
 	});
 
-	test("lists exactly the routes the gateway serves, as the gateway itself lists them", async () => {
+	test("lists exactly the routes the gateway serves, as the gateway itself lists them; a GET's HEAD is said once, in the description", async () => {
 		const served = await catalogue.broker.call<{ methods: string; fullPath: string }[]>("api.listAliases");
-		const fromGateway = served.map(alias => `${alias.methods} ${alias.fullPath.replace(/:(\w+)/g, "{$1}")}`).sort();
+		const routes = served.map(alias => `${alias.methods} ${alias.fullPath.replace(/:(\w+)/g, "{$1}")}`);
+		// Each GET but the event stream's has its HEAD, and no HEAD is without its GET.
+		const asGet = (route: string) => route.replace(/^HEAD /, "GET ");
+		const heads = routes
+			.filter(route => route.startsWith("HEAD "))
+			.map(asGet)
+			.sort();
+		expect(heads).toEqual(routes.filter(route => route.startsWith("GET ") && route !== "GET /changes").sort());
+		expect(document.info.description).toContain("also answers HEAD");
+		const fromGateway = routes.filter(route => !route.startsWith("HEAD ")).sort();
 		const fromDocument = operationsOf(document)
 			.map(({ path, method }) => `${method.toUpperCase()} ${path}`)
 			.sort();

@@ -83,7 +83,7 @@ describe("readiness probe of a node without a transporter", () => {
 });
 
 describe("health paths of the probe", () => {
-	test("only GET /health/live and GET /health/ready are answered; anything else is 404 { msg }", async () => {
+	test("only GET and HEAD of /health/live and /health/ready are answered; anything else is 404 { msg }", async () => {
 		const port = await freePort();
 		const broker = new ServiceBroker({ nodeID: "probe-paths", logger: false, middlewares: [readinessProbe(port)] });
 		await broker.start();
@@ -92,6 +92,8 @@ describe("health paths of the probe", () => {
 			expect(await probe(port, "/health/ready?x=1")).toMatchObject({ status: 404 });
 			const post = await fetch(`http://127.0.0.1:${port}/health/ready`, { method: "POST" });
 			expect(post.status).toBe(404);
+			const head = await fetch(`http://127.0.0.1:${port}/health/live`, { method: "HEAD" });
+			expect({ status: head.status, body: await head.text() }).toEqual({ status: 200, body: "" });
 		} finally {
 			await broker.stop();
 		}
