@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, readConfig } from "../../lib/config/config";
 
@@ -186,5 +186,23 @@ describe("readConfig", () => {
 	])("refuses %p with a clear message", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);
+	});
+});
+
+describe(".env.example", () => {
+	/** The TypeScript files of the catalogue and its scripts, those of `dir` and below. */
+	const sources = (dir: string): string[] =>
+		readdirSync(dir, { recursive: true, encoding: "utf8" })
+			.filter(file => file.endsWith(".ts"))
+			.map(file => path.join(dir, file));
+
+	test("names every environment variable the catalogue and its scripts read", () => {
+		const files = ["lib", "services", "mixins", "middlewares", "scripts", "repl"].flatMap(sources).concat("moleculer.config.ts");
+		const read = new Set(
+			files.flatMap(file => [...readFileSync(file, "utf8").matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)].map(([, name]) => name)),
+		);
+		const listed = new Set([...readFileSync(".env.example", "utf8").matchAll(/^(?:# )?([A-Z][A-Z0-9_]+)=/gm)].map(([, name]) => name));
+		expect(read).toContain("MAX_CONNECTIONS");
+		expect([...read].filter(name => !listed.has(name))).toEqual([]);
 	});
 });
