@@ -156,6 +156,19 @@ describe("GET /changes", () => {
 		expect((await resumed.next(isChange)).data.record).toEqual(category);
 	});
 
+	test("a well-formed position the feeds have not reached (another store's) gets a reset for each kind, then the changes after", async () => {
+		const first = await follow();
+		const { id } = await first.next(event => event.event === "ready");
+		first.close();
+		const ahead = id!.replace(/(\w+):(\d+)/g, (_, service: string, seq: string) => `${service}:${Number(seq) + 1000}`);
+		const resumed = await follow("", { "Last-Event-ID": ahead });
+		await resumed.next(event => event.event === "ready");
+		const resets = resumed.events.filter(event => event.event === "reset").map(event => event.data.kind);
+		expect(resets.sort()).toEqual(["author", "category", "game"]);
+		const category = await api.category("After a position ahead");
+		expect((await resumed.next(isChange)).data.record).toEqual(category);
+	});
+
 	test("a client further behind than a stream holds (pages of long names) catches up in one stream", async () => {
 		const first = await follow("?kinds=author");
 		const { id } = await first.next(event => event.event === "ready");
