@@ -44,8 +44,8 @@ interface ErrorLike {
 	data?: unknown;
 }
 
-/** The codes of zlib's failures to inflate: gzip's and deflate's (`Z_DATA_ERROR`, `Z_BUF_ERROR`) and Brotli's. */
-const ZLIB_FAILURE = /^(Z_[A-Z_]+|ERR__ERROR_[A-Z0-9_]+)$/;
+/** The codes of zlib's failures to inflate: gzip's and deflate's (`Z_DATA_ERROR`, `Z_BUF_ERROR`), Brotli's and Zstandard's. */
+const ZLIB_FAILURE = /^(Z_[A-Z_]+|ERR__ERROR_[A-Z0-9_]+|ZSTD_error_[a-z_]+)$/;
 
 function fieldErrors(data: unknown): FieldError[] | undefined {
 	if (!Array.isArray(data)) return undefined;

@@ -126,6 +126,7 @@ describe("limits and headers (default settings)", () => {
 		["gzip", new Uint8Array(gzipSync(JSON.stringify({ name: "Ann", nationality: "Irish" })).subarray(0, 20))],
 		["deflate", "not deflate"],
 		["br", new Uint8Array([0xff, 0xff, 0xff, 0xff])],
+		["zstd", "{}"],
 	])("a body that is not in the Content-Encoding it names (%s) answers 400 with a msg and stores nothing", async (encoding, raw) => {
 		const before = (await api().get("/author")).body;
 		const answer = await api().send("PUT", "/author", undefined, raw, { "Content-Encoding": encoding });
