@@ -28,7 +28,7 @@ import {
 	conditionalOnlyForReads,
 	jsonBodyOnly,
 	limitUrlLength,
-	queryOnlyForReads,
+	paramsFromOnePlace,
 	refuseOptions,
 	securityHeaders,
 } from "../lib/http/http-guards";
@@ -105,7 +105,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						limitUrlLength,
 						jsonBodyOnly,
 						checkJsonBody,
-						queryOnlyForReads,
+						paramsFromOnePlace,
 						conditionalOnlyForReads,
 						...(cors ? [] : [refuseOptions]),
 					],

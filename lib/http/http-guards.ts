@@ -51,11 +51,13 @@ export const jsonBodyOnly: Middleware = (req, _res, next) => {
 };
 
 /**
- * Only GET (and HEAD, its headers) reads its query string (the list filters). moleculer-web copies the query over the body, so `PUT /author?name=Mallory`
- * would otherwise store a name the body never sent.
+ * Each request takes its parameters from one place: a read (GET, HEAD) from its query string (the list filters), a write or a
+ * search from its body. moleculer-web merges the two, so `PUT /author?name=Mallory` would otherwise store a name the body never
+ * sent, and a GET with a body would answer for filters its URL does not show (a cache keyed by the URL would keep that answer).
  */
-export const queryOnlyForReads: Middleware = (req, _res, next) => {
-	if (!isRead(req.method)) (req as { query?: unknown }).query = {};
+export const paramsFromOnePlace: Middleware = (req, _res, next) => {
+	if (isRead(req.method)) (req as { body?: unknown }).body = {};
+	else (req as { query?: unknown }).query = {};
 	next();
 };
 

@@ -6,6 +6,7 @@ import { newId } from "../../lib/catalogue/ids";
 import { REQUEST_ARRIVAL_MS } from "../../services/api.service";
 import { localService, startCatalogue, type Answer, type Api, type Catalogue, type CatalogueOptions } from "../support/catalogue";
 import { roomInWindow } from "../support/rate-limit";
+import { rawRequest as httpRequest } from "../support/raw-http";
 
 /** A catalogue for one describe block, started with its own gateway settings. */
 function catalogueWith(options: CatalogueOptions = {}): { api(): Api; catalogue(): Catalogue } {
@@ -163,6 +164,25 @@ describe("limits and headers (default settings)", () => {
 		expect((await api().send("POST", "/author?pageable[pageNumber]=0&pageable[pageSize]=2", {})).status).toBe(400);
 		await api().delete(`/author/${id}`);
 		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("a read takes its filters from the query string alone: a GET or HEAD with a JSON body answers as its URL says", async () => {
+		const puzzles = await api().category("Puzzles for the body test");
+		const url = `${api().url}/category`;
+		const filter = { name: "Puzzles for the body" };
+		// Node sends a GET's body only with its length given.
+		const json = { "Content-Type": "application/json", "Content-Length": String(Buffer.byteLength(JSON.stringify(filter))) };
+		const plain = await httpRequest(url, "GET");
+		for (const method of ["GET", "HEAD"]) {
+			const withBody = await httpRequest(url, method, json, filter);
+			expect({ method, status: withBody.status, etag: withBody.headers.etag }).toEqual({
+				method,
+				status: 200,
+				etag: plain.headers.etag,
+			});
+		}
+		expect(JSON.parse(plain.body.toString())).toContainEqual(puzzles);
+		await api().delete(`/category/${puzzles.id}`);
 	});
 
 	test.each([
