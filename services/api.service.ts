@@ -29,7 +29,7 @@ import {
 	jsonBodyOnly,
 	limitUrlLength,
 	paramsFromOnePlace,
-	refuseOptions,
+	optionsOnlyAsPreflight,
 	securityHeaders,
 } from "../lib/http/http-guards";
 import { asyncApi, info, operations, params, schemas } from "./api.docs";
@@ -107,7 +107,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 						checkJsonBody,
 						paramsFromOnePlace,
 						conditionalOnlyForReads,
-						...(cors ? [] : [refuseOptions]),
+						optionsOnlyAsPreflight(cors !== undefined),
 					],
 					cors,
 					rateLimit: rateLimitPolicy("catalogue"),
@@ -138,7 +138,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					mappingPolicy: "restrict",
 					autoAliases: false,
 					aliases: changesAliases,
-					use: [limitUrlLength, ...(cors ? [] : [refuseOptions])],
+					use: [limitUrlLength, optionsOnlyAsPreflight(cors !== undefined)],
 					cors,
 					rateLimit: rateLimitPolicy("changes"),
 					authentication: checksSenders,

@@ -6,7 +6,7 @@ import type { Context } from "moleculer";
 import type { ApiRouteSchema } from "moleculer-web";
 import serveStatic from "serve-static";
 import getAbsoluteFSPath from "swagger-ui-dist/absolute-path";
-import { docsSecurityHeaders, limitUrlLength, serveOnly } from "./http-guards";
+import { docsSecurityHeaders, limitUrlLength, optionsOnlyAsPreflight, serveOnly } from "./http-guards";
 
 /** The files of swagger-ui-dist the page loads; the package's other files (its demo page among them) are not served. */
 const DOCS_ASSETS = ["swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png"];
@@ -41,7 +41,12 @@ export const docsRoute = (aliases: ApiRouteSchema["aliases"], rateLimit: ApiRout
 	autoAliases: false,
 	aliases,
 	// The same URL limit as the catalogue's paths: the document lists 414 on every operation.
-	use: [limitUrlLength, docsSecurityHeaders, serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false }))],
+	use: [
+		limitUrlLength,
+		optionsOnlyAsPreflight(false),
+		docsSecurityHeaders,
+		serveOnly(DOCS_ASSETS, serveStatic(getAbsoluteFSPath(), { index: false })),
+	],
 	// The page and its script get moleculer-web's weak tag of their text; serve-static tags the files.
 	etag: "weak",
 	rateLimit,

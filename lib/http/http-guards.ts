@@ -71,11 +71,16 @@ export const conditionalOnlyForReads: Middleware = (req, _res, next) => {
 };
 
 /**
- * 404 for OPTIONS while CORS is off: moleculer-web would run the action its Access-Control-Request-Method names, so an OPTIONS
- * naming PUT would create a record. With CORS on, every such request is answered as a preflight.
+ * OPTIONS is a CORS preflight (it names an Access-Control-Request-Method) on a route with CORS on, and a 404 otherwise. moleculer-web
+ * routes an OPTIONS as the method it names, or as a GET when it names none, and runs that action unless CORS answers it: an OPTIONS
+ * naming PUT would create a record, one naming nothing would send a list, the docs page or a change stream.
  */
-export const refuseOptions: Middleware = (req, _res, next) =>
-	next(req.method === "OPTIONS" ? refused(404, texts.notFound, "NOT_FOUND") : undefined);
+export const optionsOnlyAsPreflight =
+	(cors: boolean): Middleware =>
+	(req, _res, next) => {
+		const preflight = cors && req.headers["access-control-request-method"] !== undefined;
+		next(req.method === "OPTIONS" && !preflight ? refused(404, texts.notFound, "NOT_FOUND") : undefined);
+	};
 
 /** An `X-Request-ID` taken as sent: short, and only characters that are safe in logs and headers. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -39,7 +39,7 @@ export function isRouted(req: IncomingMessage): boolean {
 /**
  * The answer to a request that no alias took (moleculer-web's NotFoundError): a 405 naming the methods its path answers, when
  * some alias has the path; `err` otherwise, a 404. A POST on a collection that takes PUT is told that PUT creates. OPTIONS is
- * left to CORS (a preflight, or the 404 of lib/http/http-guards.ts refuseOptions).
+ * left to CORS (a preflight, or the 404 of lib/http/http-guards.ts optionsOnlyAsPreflight).
  */
 export function unrouted(aliases: readonly GatewayAlias[], req: IncomingMessage, err: Error): Error {
 	const { parsedUrl, method } = req as RoutedRequest;

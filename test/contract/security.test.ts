@@ -235,6 +235,23 @@ describe("limits and headers (default settings)", () => {
 		}
 	});
 
+	test("an OPTIONS request of a read, the docs page or the change stream runs nothing: 404", async () => {
+		for (const [path, headers] of [
+			["/author", {}],
+			["/docs", {}],
+			["/docs", { "Access-Control-Request-Method": "GET" }],
+			["/changes", {}],
+		] as const) {
+			const answer = await api().send("OPTIONS", path, undefined, undefined, headers);
+			expect({ path, headers, status: answer.status, type: answer.headers.get("content-type") }).toEqual({
+				path,
+				headers,
+				status: 404,
+				type: "application/json; charset=utf-8",
+			});
+		}
+	});
+
 	test("an OPTIONS request naming a write method runs nothing: 404, the store unchanged", async () => {
 		const before = (await api().get("/author")).body;
 		const answer = await api().send("OPTIONS", "/author", { name: "Via", nationality: "Options" }, undefined, {
@@ -381,6 +398,13 @@ describe("CORS_ORIGINS", () => {
 			expect(answer.headers.get("access-control-allow-origin")).toBeNull();
 		}
 		expect((await api().get("/author")).body).toEqual(before);
+	});
+
+	test("an OPTIONS request that is no preflight (it names no method) runs nothing: 404, even from a listed origin", async () => {
+		for (const path of ["/author", "/changes", "/docs"]) {
+			const answer = await api().send("OPTIONS", path, undefined, undefined, from("https://app.example.com"));
+			expect({ path, status: answer.status }).toEqual({ path, status: 404 });
+		}
 	});
 
 	test("an OPTIONS request naming a write method is answered as a preflight and runs nothing", async () => {
