@@ -4,6 +4,7 @@ import { config } from "../lib/config/config";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../lib/catalogue/services";
 import { CHANGE_TYPES, FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type FeedPage, type Position } from "../lib/feed/changes";
 import { ChangeStream, streamParams } from "../lib/feed/sse";
+import { rateLimitClient } from "../lib/http/rate-limit";
 
 /** Streams one gateway holds at once, and one client address. */
 export const STREAM_LIMITS = { total: 1000, perClient: 8 };
@@ -72,7 +73,8 @@ export function changeStream(): Partial<ServiceSchema> {
 					const sent = ctx.meta.lastEventId ?? ctx.params.lastEventId;
 					const from = sent === undefined ? undefined : parsePosition(sent);
 					if (sent !== undefined && !from) throw notAPosition();
-					const client = ctx.meta.clientAddress ?? "unknown";
+					// Counted as the rate limit counts clients: an IPv6 client by its /64, so fresh addresses do not pass the limit.
+					const client = rateLimitClient(ctx.meta.clientAddress ?? "unknown");
 					if (hub.stopping) throw new Errors.ServiceNotAvailableError({ action: "api.changes", nodeID: this.broker.nodeID });
 					if (hub.streams.size + hub.joining >= STREAM_LIMITS.total) throw tooManyStreams(false);
 					if ((hub.perClient.get(client) ?? 0) >= STREAM_LIMITS.perClient) throw tooManyStreams(true);

@@ -201,6 +201,23 @@ describe("GET /changes", () => {
 		expect(hub.streams.size).toBe(0);
 	});
 
+	test("an IPv6 client is counted by its /64, as the rate limit counts it: fresh addresses of one block do not pass the limit", async () => {
+		await noStreamsLeft();
+		const hub = localService<{ hub: { perClient: Map<string, number> } }>(catalogue, "api").hub;
+		const opened: { destroy(): void }[] = [];
+		const openFrom = (address: string) =>
+			catalogue.broker.call<{ destroy(): void }, object>("api.changes", {}, { meta: { clientAddress: address } });
+		try {
+			for (let i = 1; i <= STREAM_LIMITS.perClient; i++) opened.push(await openFrom(`2001:db8:0:7::${i.toString(16)}`));
+			await expect(openFrom("2001:db8:0:7::ffff")).rejects.toMatchObject({ code: 429, message: texts.streamsPerClient });
+			expect([...hub.perClient]).toEqual([["2001:db8:0:7::/64", STREAM_LIMITS.perClient]]);
+			opened.push(await openFrom("2001:db8:0:8::1"));
+		} finally {
+			for (const stream of opened) stream.destroy();
+		}
+		await noStreamsLeft();
+	});
+
 	test(`one client holds ${STREAM_LIMITS.perClient} streams at most: 429 with a msg`, async () => {
 		// Sent at once: the limit holds for requests that arrive together.
 		const opened = await Promise.all(Array.from({ length: STREAM_LIMITS.perClient + 3 }, () => follow()));
