@@ -8,7 +8,7 @@ import path from "node:path";
 import { backup, DatabaseSync } from "node:sqlite";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
 import { orphans } from "../integrity/integrity";
-import { DATABASE_FILE } from "./location";
+import { DATABASE_FILE, LOCK_FILE } from "./location";
 import { makeFolder, openForReading } from "./sqlite-database";
 
 /** The file written last into a backup's folder: a folder without it holds no finished backup. */
@@ -80,6 +80,11 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
 	if (realFolder(to) === realFolder(from))
 		throw new Error(
 			`The backup's folder ${to} is the data folder itself: give another one (the copy would be written over what it copies).`,
+		);
+	// Another catalogue's folder: its database would be replaced under its log, which SQLite then reads as damage.
+	if (existsSync(path.join(to, LOCK_FILE)))
+		throw new Error(
+			`The backup's folder ${to} is a catalogue's data folder (it holds ${LOCK_FILE}): give another one (the copy would replace its database).`,
 		);
 	const source = openForReading(from);
 	makeFolder(to);

@@ -7,6 +7,9 @@ export const DATABASE_FILE = "catalogue.sqlite";
 
 export const databaseFile = (dataDir: string) => path.join(dataDir, DATABASE_FILE);
 
+/** The file whose SQLite lock says which processes have a DATA_DIR open: a folder holding it is, or was, a catalogue's. */
+export const LOCK_FILE = "catalogue.lock";
+
 /** Where the records live, for operators' messages; a MongoDB password is never shown. */
 export function describeStorage({ mongoUri, storage, dataDir }: Pick<CatalogueConfig, "mongoUri" | "storage" | "dataDir">): string {
 	if (mongoUri) return `MongoDB at ${hideCredentials(mongoUri)}`;

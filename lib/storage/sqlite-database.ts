@@ -6,10 +6,8 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import path from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
-import { databaseFile } from "./location";
+import { databaseFile, LOCK_FILE } from "./location";
 
-/** The file whose SQLite lock says which processes have the database open (`Holding`). */
-const LOCK_FILE = "catalogue.lock";
 /** What `catalogue_meta` says a catalogue's database is; a file without it is not one. */
 const FORMAT = "game-catalogue 1";
 

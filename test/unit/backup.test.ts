@@ -110,6 +110,23 @@ test("refuses the data folder itself as the target, by its name or through a lin
 		await expect(backupDataDir(dataDir, same)).rejects.toThrow("is the data folder itself: give another one");
 });
 
+test("another catalogue's data folder (one that holds its lock) is refused as the target, and left as it was", async () => {
+	const other = path.join(root, "other");
+	mkdirSync(other);
+	const running = withTables(openDatabase(other, "alone"));
+	try {
+		running.writer.prepare("INSERT INTO categories (_id, doc) VALUES ('x', '{\"name\":\"Kept\"}')").run();
+		const before = readdirSync(other).sort();
+		await expect(backupDataDir(dataDir, other)).rejects.toThrow(
+			`The backup's folder ${other} is a catalogue's data folder (it holds catalogue.lock)`,
+		);
+		expect(readdirSync(other).sort()).toEqual(before);
+		expect(running.writer.prepare("SELECT count(*) AS n FROM categories").get()).toEqual({ n: 1 });
+	} finally {
+		running.release();
+	}
+});
+
 test("a folder without a catalogue database is refused, naming the file", async () => {
 	const empty = path.join(root, "empty");
 	mkdirSync(empty);
