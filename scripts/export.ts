@@ -10,7 +10,8 @@ import { finished } from "node:stream/promises";
 import type { ServiceBroker } from "moleculer";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { syncFolder } from "../lib/storage/backup";
-import { exportCatalogue, guarded, type ExportSummary } from "../lib/transfer/export";
+import { exportCatalogue, guarded, refusedExportTarget, type ExportSummary } from "../lib/transfer/export";
+import { config } from "../lib/config/config";
 import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { startMember, whereTheCatalogueIs } from "./catalogue-member";
@@ -85,6 +86,13 @@ async function main(): Promise<void> {
 	if (!target || process.argv.length > 3) {
 		console.error(USAGE);
 		process.exitCode = 2;
+		return;
+	}
+	// Another catalogue's files, or a folder, are refused before the catalogue is read.
+	const refused = target === "-" ? undefined : refusedExportTarget(target, config.dataDir);
+	if (refused) {
+		console.error(`Export failed: ${refused}`);
+		process.exitCode = 1;
 		return;
 	}
 	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);

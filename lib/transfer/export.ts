@@ -3,7 +3,7 @@
  * once the counts are known. For consistency while writes go on, a game whose category or author is not in the file brings that
  * record in, read again; a game whose reference is gone by then is read again itself.
  */
-import { createWriteStream, type WriteStream } from "node:fs";
+import { closeSync, createWriteStream, existsSync, openSync, readSync, realpathSync, statSync, type WriteStream } from "node:fs";
 import { once } from "node:events";
 import { finished } from "node:stream/promises";
 import path from "node:path";
@@ -12,6 +12,32 @@ import { headerLine, KINDS, recordLine, serviceOf, type Counts, type Kind, type 
 import { lineRefused } from "./check";
 import { recordsWithIds, type Caller } from "./calls";
 import { readLines } from "./lines";
+
+/** The first bytes of every SQLite database file. */
+const SQLITE_HEADER = Buffer.from("SQLite format 3\0");
+
+/** `dir`, or the folder it names through links when it exists. */
+const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : path.resolve(dir));
+
+/**
+ * Why `target` may not receive an export, or undefined: a file in the data folder (it could replace the catalogue's database), a
+ * database (a catalogue's, or any SQLite file), or a folder. Asked before the catalogue is read.
+ */
+export function refusedExportTarget(target: string, dataDir: string): string | undefined {
+	const [folder, data] = [realFolder(path.dirname(path.resolve(target))), realFolder(dataDir)];
+	if (folder === data || folder.startsWith(`${data}${path.sep}`))
+		return `The export's file ${target} is in the data folder ${dataDir} (DATA_DIR): give a file outside it (it could replace the catalogue's own files).`;
+	if (!existsSync(target)) return undefined;
+	if (statSync(target).isDirectory()) return `The export's file ${target} is a folder: give the name of a file.`;
+	const start = Buffer.alloc(SQLITE_HEADER.length);
+	const fd = openSync(target, "r");
+	try {
+		readSync(fd, start, 0, start.length, 0);
+	} finally {
+		closeSync(fd);
+	}
+	return start.equals(SQLITE_HEADER) ? `The export's file ${target} is a SQLite database, not an export: give another file.` : undefined;
+}
 
 /** Rounds of reading again the games written meanwhile before one still changing is left out. */
 const ROUNDS = 5;

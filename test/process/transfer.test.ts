@@ -298,6 +298,15 @@ describe("interrupted and concurrent runs", () => {
 		expect(recordsOf(exported)).toBe(recordsOf(sourceFile));
 	}, 60_000);
 
+	test("an export to the catalogue's own database is refused before anything is read, and the database is left as it was", async () => {
+		const database = path.join(sourceDir, "catalogue.sqlite");
+		const before = readFileSync(database);
+		const refused = await runTool("export", [database], { env: embedded(sourceDir) });
+		expect(refused.code).toBe(1);
+		expect(refused.output).toContain(`Export failed: The export's file ${database} is in the data folder ${sourceDir} (DATA_DIR)`);
+		expect(readFileSync(database).equals(before)).toBe(true);
+	}, 60_000);
+
 	test("an export of an embedded catalogue taken while it writes reads one snapshot: consistent, nothing read again", async () => {
 		const data = path.join(dir, "snapshot");
 		expect((await runTool("import", [sourceFile], { env: embedded(data) })).code).toBe(0);

@@ -1,10 +1,11 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { newId } from "../../lib/catalogue/ids";
 import { FileCheck } from "../../lib/transfer/check";
-import { exportCatalogue } from "../../lib/transfer/export";
+import { exportCatalogue, refusedExportTarget } from "../../lib/transfer/export";
 import { headerLine, recordLine, type StoredRecord } from "../../lib/transfer/format";
 import type { Caller } from "../../lib/transfer/calls";
 import { checkFile, importFile } from "../../lib/transfer/import";
@@ -316,3 +317,34 @@ describe("U+2028 and U+2029: written escaped, read raw", () => {
 async function* toLines(lines: string[]) {
 	yield* lines;
 }
+
+describe("the file an export is written to", () => {
+	test("is refused in the data folder (through a link too), when it is a SQLite database or a folder; any other file is taken", async () => {
+		const root = await mkdtemp(path.join(tmpdir(), "catalogue-export-target-"));
+		try {
+			const data = path.join(root, "data");
+			await mkdir(path.join(data, "sub"), { recursive: true });
+			await symlink(data, path.join(root, "link"));
+			for (const inData of [
+				path.join(data, "catalogue.sqlite"),
+				path.join(data, "sub", "x.jsonl"),
+				path.join(root, "link", "x.jsonl"),
+			])
+				expect(refusedExportTarget(inData, data)).toContain(`is in the data folder ${data} (DATA_DIR)`);
+			const database = path.join(root, "other.sqlite");
+			const other = new DatabaseSync(database);
+			other.exec("CREATE TABLE t (x)");
+			other.close();
+			expect(refusedExportTarget(database, data)).toBe(
+				`The export's file ${database} is a SQLite database, not an export: give another file.`,
+			);
+			expect(refusedExportTarget(root, data)).toBe(`The export's file ${root} is a folder: give the name of a file.`);
+			const previous = path.join(root, "previous.jsonl");
+			await writeFile(previous, "an earlier export\n");
+			expect(refusedExportTarget(previous, data)).toBeUndefined();
+			expect(refusedExportTarget(path.join(root, "new.jsonl"), data)).toBeUndefined();
+		} finally {
+			await rm(root, { recursive: true, force: true });
+		}
+	});
+});
