@@ -1,3 +1,4 @@
+import { constants as osConstants } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Middleware } from "moleculer";
 import brokerOptions from "../moleculer.config";
@@ -5,6 +6,7 @@ import { nodeIdOf } from "../lib/config/broker-access";
 import { config } from "../lib/config/config";
 import { natsTransporter } from "../lib/config/transporter";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
+import { within } from "../lib/async/within";
 import { describeStorage } from "../lib/storage/location";
 import { readSnapshot } from "../lib/storage/sqlite-database";
 
@@ -21,6 +23,31 @@ export const unseenWrites = () =>
 		? "A catalogue running on this MongoDB without REDIS_URL keeps its answers in its own memory: it would serve them unchanged " +
 			"until its next write of each kind. Import with it stopped, or join it with TRANSPORTER, or run both with one REDIS_URL."
 		: undefined;
+
+/** What an interrupted tool undoes before it exits: its partial files, its broker. */
+const undoOnInterrupt = new Set<() => unknown>();
+
+/** The longest an interrupted tool waits for its clean-up. */
+const CLEAN_UP_MS = 5000;
+
+/** Runs `undo` if the tool is interrupted (`exitOnSignals`) until the returned function is called. */
+export function onInterrupt(undo: () => unknown): () => void {
+	undoOnInterrupt.add(undo);
+	return () => undoOnInterrupt.delete(undo);
+}
+
+/**
+ * Makes SIGINT and SIGTERM end the tool as a failure (status 130 or 143), saying `whatIsLeft`, once what `onInterrupt` registered
+ * is undone. moleculer's own handlers, left off in `startMember`, stopped the broker and exited with 0, skipping the tool's clean-up.
+ */
+export function exitOnSignals(tool: string, whatIsLeft: string): void {
+	for (const signal of ["SIGINT", "SIGTERM"] as const)
+		process.once(signal, () => {
+			console.error(`\n${tool} interrupted (${signal}): ${whatIsLeft}`);
+			const undone = Promise.allSettled([...undoOnInterrupt].map(async undo => undo()));
+			void within(undone, CLEAN_UP_MS).finally(() => process.exit(128 + osConstants.signals[signal]));
+		});
+}
 
 /**
  * A broker for a command-line tool that works through the catalogue's services, with the
@@ -39,6 +66,8 @@ export async function startMember({ snapshot = false } = {}): Promise<ServiceBro
 		...(config.transporter &&
 			config.natsAccess && { nodeID: nodeIdOf("transfer"), transporter: natsTransporter(config.transporter, "transfer") }),
 		logLevel: "warn",
+		// The tool's own handlers (exitOnSignals): moleculer's would exit with 0 before the tool cleans up.
+		skipProcessEventRegistration: true,
 		metrics: { enabled: false },
 		tracing: { enabled: false },
 		// No health port: the catalogue's own nodes have it.

@@ -14,7 +14,7 @@ import { exportCatalogue, guarded, refusedExportTarget, type ExportSummary } fro
 import { config } from "../lib/config/config";
 import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
-import { startMember, whereTheCatalogueIs } from "./catalogue-member";
+import { exitOnSignals, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run export -- <file>, or npm run -s export -- - for stdout (-s: without npm's own lines there)";
@@ -23,6 +23,7 @@ const USAGE = "usage: npm run export -- <file>, or npm run -s export -- - for st
 async function exportToFile(target: string, run: (out: Writable) => Promise<ExportSummary>): Promise<ExportSummary> {
 	const partial = `${target}.partial-${process.pid}`;
 	const out = guarded(createWriteStream(partial));
+	const kept = onInterrupt(() => rm(partial, { force: true }));
 	try {
 		// A folder that is not there, or not writable, fails here, before the catalogue is read.
 		await once(out, "open");
@@ -38,6 +39,8 @@ async function exportToFile(target: string, run: (out: Writable) => Promise<Expo
 		out.destroy();
 		await rm(partial, { force: true });
 		throw err;
+	} finally {
+		kept();
 	}
 }
 
@@ -55,6 +58,7 @@ async function exportTo(broker: ServiceBroker, target: string): Promise<boolean>
 		0,
 	);
 	const spoolDir = await mkdtemp(path.join(tmpdir(), "catalogue-export-"));
+	const spooled = onInterrupt(() => rm(spoolDir, { recursive: true, force: true }));
 	try {
 		const options = { call, page: EXPORT_PAGE, spoolDir, progress: (done: number) => bar.update(done) };
 		const run = (out: Writable) => exportCatalogue(options, out);
@@ -77,6 +81,7 @@ async function exportTo(broker: ServiceBroker, target: string): Promise<boolean>
 		return false;
 	} finally {
 		bar.stop();
+		spooled();
 		await rm(spoolDir, { recursive: true, force: true });
 	}
 }
@@ -96,9 +101,12 @@ async function main(): Promise<void> {
 		return;
 	}
 	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);
+	exitOnSignals("Export", `nothing was written to ${target}.`);
 	let broker: ServiceBroker | undefined;
 	try {
 		broker = await startMember({ snapshot: true });
+		const started = broker;
+		onInterrupt(() => started.stop());
 		if (!(await exportTo(broker, target))) process.exitCode = 1;
 	} catch (err) {
 		console.error(`Export failed: ${(err as Error).message}`);

@@ -6,7 +6,7 @@ import { TRANSFER_BATCH } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/transfer/import";
 import { readLines } from "../lib/transfer/lines";
-import { startMember, unseenWrites, whereTheCatalogueIs } from "./catalogue-member";
+import { exitOnSignals, onInterrupt, startMember, unseenWrites, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
@@ -53,7 +53,13 @@ async function main(): Promise<void> {
 		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
 		const unseen = unseenWrites();
 		if (unseen) console.error(`Warning: ${unseen}`);
+		exitOnSignals(
+			"Import",
+			"part of the file may be in the catalogue; run the same import again to finish it (it creates only what is missing).",
+		);
 		broker = await startMember();
+		const started = broker;
+		onInterrupt(() => started.stop());
 		if (!(await importFrom(broker, file))) process.exitCode = 1;
 	} catch (err) {
 		console.error(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`);

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -277,6 +277,41 @@ describe("interrupted and concurrent runs", () => {
 		expect(again.code).toBe(0);
 		expect(recordsOf(target)).toBe(recordsOf(file));
 	}, 120_000);
+
+	test("SIGTERM in the middle of an import, SIGINT in the middle of an export: each says so, ends with a failure status and leaves no file", async () => {
+		const data = path.join(dir, "interrupted");
+		const wal = path.join(data, "catalogue.sqlite-wal");
+		const file = path.join(dir, "100k-interrupted.jsonl");
+		await writeSyntheticExport(file, { categories: 10, authors: 100, games: 100_000 });
+		let pid = 0;
+		const importing = runTool("import", [file], { env: embedded(data), started: started => (pid = started) });
+		await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
+		process.kill(pid, "SIGTERM");
+		const stopped = await importing;
+		expect(stopped.code).toBe(143);
+		expect(stopped.output).toContain(
+			"Import interrupted (SIGTERM): part of the file may be in the catalogue; run the same import again",
+		);
+		let rerun = await runTool("import", [file], { env: { ...embedded(data), REQUEST_TIMEOUT: "2" } });
+		// A batch stored as hidden drafts when it stopped is refused as stored meanwhile until their lease ends, as after kill -9.
+		if (rerun.code !== 0) {
+			expect(rerun.output).toContain(texts.importedMeanwhile);
+			await new Promise(resolve => setTimeout(resolve, 4_000));
+			rerun = await runTool("import", [file], { env: { ...embedded(data), REQUEST_TIMEOUT: "2" } });
+		}
+		expect(rerun.code).toBe(0);
+
+		const target = path.join(dir, "interrupted.jsonl");
+		const spool = await mkdtemp(path.join(dir, "spool-"));
+		const exporting = runTool("export", [target], { env: { ...embedded(data), TMPDIR: spool }, started: started => (pid = started) });
+		await waitFor("the export has begun its file", async () => existsSync(`${target}.partial-${pid}`), [], 60_000);
+		process.kill(pid, "SIGINT");
+		const interrupted = await exporting;
+		expect(interrupted.code).toBe(130);
+		expect(interrupted.output).toContain(`Export interrupted (SIGINT): nothing was written to ${target}.`);
+		expect(readdirSync(spool)).toEqual([]);
+		expect(readdirSync(dir).filter(name => name.startsWith("interrupted.jsonl"))).toEqual([]);
+	}, 180_000);
 
 	test("beside a catalogue running on its folder, an import is refused saying which process holds it and what to do; an export reads it", async () => {
 		let running: RunningCatalogue | undefined;
