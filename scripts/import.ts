@@ -1,6 +1,6 @@
 // First: reads .env, then the configuration (a bad setting is one line).
 import "../lib/config/load";
-import { access } from "node:fs/promises";
+import { access, stat } from "node:fs/promises";
 import type { ServiceBroker } from "moleculer";
 import { TRANSFER_BATCH } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
@@ -10,6 +10,9 @@ import { exitOnSignals, onInterrupt, startMember, unseenWrites, whereTheCatalogu
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
+
+/** Control characters a file may hold in a field's name or a line's text, written escaped: raw, they would drive the terminal. */
+const printable = (text: string) => text.replace(/(?!\n)\p{Cc}/gu, char => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 /** `npm run import -- <file>`: an export file loaded into the catalogue, ids kept (docs/contract.md, "Export and import"). */
 async function importFrom(broker: ServiceBroker, file: string): Promise<boolean> {
@@ -33,7 +36,13 @@ async function importFrom(broker: ServiceBroker, file: string): Promise<boolean>
 		console.error(
 			`Read ${read}: ${created} created, ${unchanged} unchanged, ${updated} updated, ${refused.length} refused, in ${secondsSince(started)}.`,
 		);
-		for (const { line, reason } of refused) console.error(`  line ${line}: ${reason}`);
+		for (const { line, reason } of refused) console.error(`  line ${line}: ${printable(reason)}`);
+		if (read < total) {
+			console.error(
+				`The file changed after its check: ${total} records were checked and ${read} read. Import it again once it is whole.`,
+			);
+			return false;
+		}
 		return refused.length === 0;
 	} finally {
 		bar.stop();
@@ -50,6 +59,9 @@ async function main(): Promise<void> {
 	let broker: ServiceBroker | undefined;
 	try {
 		await access(file);
+		// Read twice, checked whole first: a pipe would be empty the second time.
+		if (!(await stat(file)).isFile())
+			throw new Error(`${file} is not a file (a pipe, a device or a folder): save the export to a file first`);
 		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
 		const unseen = unseenWrites();
 		if (unseen) console.error(`Warning: ${unseen}`);
@@ -62,7 +74,7 @@ async function main(): Promise<void> {
 		onInterrupt(() => started.stop());
 		if (!(await importFrom(broker, file))) process.exitCode = 1;
 	} catch (err) {
-		console.error(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`);
+		console.error(printable(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`));
 		process.exitCode = 1;
 	} finally {
 		await broker?.stop();

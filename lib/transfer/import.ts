@@ -4,7 +4,7 @@
  */
 import { isUnreachable, STORAGE_FAILURE } from "../catalogue/errors";
 import { FileCheck, type OutsideReference, type Problem } from "./check";
-import { NotUtf8Line } from "./lines";
+import { LongLine, MAX_LINE_BYTES, NotUtf8Line } from "./lines";
 import { recordsWithIds, type Caller } from "./calls";
 import { KINDS, serviceOf, type Kind, type StoredRecord } from "./format";
 
@@ -62,6 +62,8 @@ export async function checkFile({ file, lines, call }: ImportOptions): Promise<n
 		}
 	} catch (err) {
 		if (err instanceof NotUtf8Line) throw new RefusedFile(file, { line: err.line, reason: "not UTF-8 text (save the file as UTF-8)" });
+		if (err instanceof LongLine)
+			throw new RefusedFile(file, { line: err.line, reason: `longer than ${MAX_LINE_BYTES / 1024 / 1024} MiB, which no record is` });
 		throw err;
 	}
 	const inCatalogue = await present(call, check.outsideReferences());

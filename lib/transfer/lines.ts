@@ -1,6 +1,7 @@
 /**
  * The lines of an export file or a spool, split at "\n" alone (a "\r" before it dropped): Node's readline also splits at U+2028
- * and U+2029, which JSON allows raw in a string. The file must be UTF-8: a line that is not fails the reading, naming it.
+ * and U+2029, which JSON allows raw in a string. The file must be UTF-8, in lines of at most MAX_LINE_BYTES: a line that is not
+ * fails the reading, naming it.
  */
 import { isUtf8 } from "node:buffer";
 import { createReadStream } from "node:fs";
@@ -11,6 +12,16 @@ import split2 from "split2";
 export class NotUtf8Line extends Error {
 	constructor(readonly line: number) {
 		super(`line ${line} is not UTF-8 text`);
+	}
+}
+
+/** The longest line read: a record of the catalogue is a few hundred bytes, and a longer line is held whole before it is parsed. */
+export const MAX_LINE_BYTES = 1024 * 1024;
+
+/** A line longer than MAX_LINE_BYTES: no record is, and one line of a hostile file could hold the whole file in memory. */
+export class LongLine extends Error {
+	constructor(readonly line: number) {
+		super(`line ${line} is longer than ${MAX_LINE_BYTES / 1024 / 1024} MiB`);
 	}
 }
 
@@ -46,6 +57,7 @@ function utf8Only(): Transform {
 			tail = Buffer.from(bytes.subarray(end));
 			if (!isUtf8(whole)) return done(firstNotUtf8(whole, line));
 			line += newlinesIn(whole);
+			if (tail.length > MAX_LINE_BYTES) return done(new LongLine(line));
 			done(null, chunk);
 		},
 		flush(done) {

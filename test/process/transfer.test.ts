@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -206,6 +206,22 @@ describe("a file refused before anything is written, naming its first bad line",
 			firstGame + 31,
 			new RegExp(`the game \\w{26} is also on line ${firstGame + 6}`),
 		],
+		[
+			"a line longer than any record",
+			(file: string[]) => (file[firstGame + 40] = JSON.stringify({ kind: "game", id: newId(), title: "x".repeat(2 * 1024 * 1024) })),
+			firstGame + 41,
+			/longer than 1 MiB, which no record is/,
+		],
+		[
+			"a field whose name would drive the terminal",
+			(file: string[]) => {
+				const game = JSON.parse(file[firstGame + 50]) as Record<string, unknown>;
+				game["\u001b]0;PWNED\u0007\u001b[2J"] = 1;
+				file[firstGame + 50] = JSON.stringify(game);
+			},
+			firstGame + 51,
+			/\\u001b\]0;PWNED\\u0007\\u001b\[2J/,
+		],
 	])(
 		"%s",
 		async (name, change, line, reason) => {
@@ -215,6 +231,7 @@ describe("a file refused before anything is written, naming its first bad line",
 			expect(run.output).toMatch(new RegExp(`, line ${line}: `));
 			expect(run.output).toMatch(reason);
 			expect(run.output).toContain("Nothing was imported.");
+			expect(run.output).not.toMatch(/\p{Cc}(?<!\n)/u);
 			expect(run.code).toBe(1);
 			const after = path.join(dir, `after-${name.replaceAll(" ", "-")}.jsonl`);
 			expect((await runTool("export", [after], { env: embedded(target) })).code).toBe(0);
@@ -312,6 +329,35 @@ describe("interrupted and concurrent runs", () => {
 		expect(readdirSync(spool)).toEqual([]);
 		expect(readdirSync(dir).filter(name => name.startsWith("interrupted.jsonl"))).toEqual([]);
 	}, 180_000);
+
+	test("an import from a pipe is refused, naming it: the file is read twice", async () => {
+		const pipe = path.join(dir, "export.fifo");
+		execFileSync("mkfifo", [pipe]);
+		const run = await runTool("import", [pipe], { env: embedded(path.join(dir, "from-a-pipe")) });
+		expect(run.output).toContain(
+			`Import failed: ${pipe} is not a file (a pipe, a device or a folder): save the export to a file first`,
+		);
+		expect(run.code).toBe(1);
+	}, 60_000);
+
+	test("a file cut short after its check is not taken as imported: the import says so and fails", async () => {
+		const data = path.join(dir, "cut-short");
+		const wal = path.join(data, "catalogue.sqlite-wal");
+		const file = path.join(dir, "100k-cut-short.jsonl");
+		await writeSyntheticExport(file, { categories: 10, authors: 100, games: 100_000 });
+		const importing = runTool("import", [file], { env: embedded(data) });
+		await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
+		// Cut at the end of a line well past what the import has read: the file now just ends early.
+		const bytes = readFileSync(file);
+		let end = 0;
+		for (let line = 0; line < 50_000; line++) end = bytes.indexOf(0x0a, end) + 1;
+		truncateSync(file, end);
+		const run = await importing;
+		expect(run.output).toMatch(
+			"The file changed after its check: 100110 records were checked and 49999 read. Import it again once it is whole.",
+		);
+		expect(run.code).toBe(1);
+	}, 120_000);
 
 	test("beside a catalogue running on its folder, an import is refused saying which process holds it and what to do; an export reads it", async () => {
 		let running: RunningCatalogue | undefined;
