@@ -65,6 +65,13 @@ async function seed(target: SeedTarget): Promise<Tally[]> {
 	const categories = await request<Category[]>(target, "GET", "/category");
 	const authors = await request<Author[]>(target, "GET", "/author");
 	const games = await request<ListedGame[]>(target, "GET", "/game");
+	for (const [path, list] of [
+		["/category", categories],
+		["/author", authors],
+		["/game", games],
+	] as const)
+		if (!Array.isArray(list))
+			throw new SeedError(`GET ${path} answered something other than a list: is ${target.url} the game catalogue?`);
 
 	const newCategories = missingCategories(sampleCatalogue, categories);
 	for (const name of newCategories)
@@ -86,7 +93,7 @@ async function main(): Promise<void> {
 		console.log(`Seeding the catalogue at ${target.url}`);
 		console.log(summary(await seed(target)));
 	} catch (err) {
-		console.error(err instanceof SeedError ? err.message : err);
+		console.error(err instanceof SeedError ? err.message : `Seeding failed: ${(err as Error).message}`);
 		process.exitCode = 1;
 	}
 }

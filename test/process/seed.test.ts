@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Socket } from "node:net";
 import path from "node:path";
 import { sampleCatalogue } from "../../scripts/sample-catalogue";
@@ -135,6 +136,20 @@ test("with nothing listening at the address it fails with 1, naming the address 
 	expect(run.code).toBe(1);
 	expect(run.output).toContain(`Cannot reach the catalogue at http://127.0.0.1:${port}`);
 	expect(run.output).toContain("npm start");
+});
+
+test("a server that answers JSON other than the catalogue's lists fails the seed with 1 and one line, no stack", async () => {
+	const other = createHttpServer((_req, res) => res.setHeader("Content-Type", "application/json").end("{}"));
+	await new Promise<void>(resolve => other.listen(0, "127.0.0.1", resolve));
+	const { port } = other.address() as { port: number };
+	try {
+		const run = await runSeed({ CATALOGUE_URL: `http://127.0.0.1:${port}` });
+		expect(run.code).toBe(1);
+		expect(run.output).toContain(`GET /category answered something other than a list: is http://127.0.0.1:${port} the game catalogue?`);
+		expect(run.output).not.toMatch(/\n\s+at /);
+	} finally {
+		await new Promise(resolve => other.close(resolve));
+	}
 });
 
 test("a server that takes the request and never answers fails the seed with 1 once its time bound (15 s) is over", async () => {
