@@ -241,29 +241,43 @@ describe("a file refused before anything is written, naming its first bad line",
 	);
 });
 
+/**
+ * An import of a synthetic export of 100,000 games into DATA_DIR `data`, under way: resolved once it has written some games, with
+ * its process id and its end.
+ */
+async function importUnderWay(data: string, file: string, counts = { categories: 10, authors: 100, games: 100_000 }) {
+	const wal = path.join(data, "catalogue.sqlite-wal");
+	await writeSyntheticExport(file, counts);
+	let pid = 0;
+	const run = runTool("import", [file], { env: embedded(data), started: started => (pid = started) });
+	await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
+	return { pid, run };
+}
+
+/**
+ * `file` imported into `data` again after an import was stopped. The batch of games it was storing may be left as hidden drafts:
+ * within their lease (2 x REQUEST_TIMEOUT) a run again refuses them as stored meanwhile, after it replaces them
+ * (docs/operations.md, "Export and import").
+ */
+async function importAgain(file: string, data: string) {
+	const env = { ...embedded(data), REQUEST_TIMEOUT: "2" };
+	const rerun = await runTool("import", [file], { env });
+	if (rerun.code === 0) return rerun;
+	expect(rerun.output).toContain(texts.importedMeanwhile);
+	await new Promise(resolve => setTimeout(resolve, 4_000));
+	return runTool("import", [file], { env });
+}
+
 describe("interrupted and concurrent runs", () => {
 	test("kill -9 in the middle of an import into an embedded catalogue, run again: the catalogue equals the file, with no duplicate", async () => {
 		const target = path.join(dir, "killed");
-		const wal = path.join(target, "catalogue.sqlite-wal");
 		// Long enough an import to be killed in the middle of its games.
 		const file = path.join(dir, "100k.jsonl");
-		await writeSyntheticExport(file, { categories: 20, authors: 200, games: 100_000 });
-		let pid = 0;
-		const killed = runTool("import", [file], { env: embedded(target), started: started => (pid = started) });
-		await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
+		const { pid, run } = await importUnderWay(target, file, { categories: 20, authors: 200, games: 100_000 });
 		process.kill(pid, "SIGKILL");
-		const first = await killed;
-		expect(first.signal).toBe("SIGKILL");
-
-		// The killed process's hold on the folder went with it. The batch of games it was storing may
-		// be left as hidden drafts: within their lease (2 x REQUEST_TIMEOUT) a run again refuses
-		// them as stored meanwhile, after it replaces them (docs/operations.md, "Export and import").
-		let rerun = await runTool("import", [file], { env: { ...embedded(target), REQUEST_TIMEOUT: "2" } });
-		if (rerun.code !== 0) {
-			expect(rerun.output).toContain(texts.importedMeanwhile);
-			await new Promise(resolve => setTimeout(resolve, 4_000));
-			rerun = await runTool("import", [file], { env: { ...embedded(target), REQUEST_TIMEOUT: "2" } });
-		}
+		expect((await run).signal).toBe("SIGKILL");
+		// The killed process's hold on the folder went with it.
+		const rerun = await importAgain(file, target);
 		expect(rerun.output).not.toMatch(/WARN|in use/);
 		expect(rerun.code).toBe(0);
 		const [, created, unchanged] = /Read \d+: (\d+) created, (\d+) unchanged, 0 updated, 0 refused/.exec(rerun.output)!.map(Number);
@@ -297,27 +311,17 @@ describe("interrupted and concurrent runs", () => {
 
 	test("SIGTERM in the middle of an import, SIGINT in the middle of an export: each says so, ends with a failure status and leaves no file", async () => {
 		const data = path.join(dir, "interrupted");
-		const wal = path.join(data, "catalogue.sqlite-wal");
 		const file = path.join(dir, "100k-interrupted.jsonl");
-		await writeSyntheticExport(file, { categories: 10, authors: 100, games: 100_000 });
-		let pid = 0;
-		const importing = runTool("import", [file], { env: embedded(data), started: started => (pid = started) });
-		await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
-		process.kill(pid, "SIGTERM");
-		const stopped = await importing;
+		const importing = await importUnderWay(data, file);
+		process.kill(importing.pid, "SIGTERM");
+		const stopped = await importing.run;
 		expect(stopped.code).toBe(143);
 		expect(stopped.output).toContain(
 			"Import interrupted (SIGTERM): part of the file may be in the catalogue; run the same import again",
 		);
-		let rerun = await runTool("import", [file], { env: { ...embedded(data), REQUEST_TIMEOUT: "2" } });
-		// A batch stored as hidden drafts when it stopped is refused as stored meanwhile until their lease ends, as after kill -9.
-		if (rerun.code !== 0) {
-			expect(rerun.output).toContain(texts.importedMeanwhile);
-			await new Promise(resolve => setTimeout(resolve, 4_000));
-			rerun = await runTool("import", [file], { env: { ...embedded(data), REQUEST_TIMEOUT: "2" } });
-		}
-		expect(rerun.code).toBe(0);
+		expect((await importAgain(file, data)).code).toBe(0);
 
+		let pid = 0;
 		const target = path.join(dir, "interrupted.jsonl");
 		const spool = await mkdtemp(path.join(dir, "spool-"));
 		const exporting = runTool("export", [target], { env: { ...embedded(data), TMPDIR: spool }, started: started => (pid = started) });
@@ -342,11 +346,8 @@ describe("interrupted and concurrent runs", () => {
 
 	test("a file cut short after its check is not taken as imported: the import says so and fails", async () => {
 		const data = path.join(dir, "cut-short");
-		const wal = path.join(data, "catalogue.sqlite-wal");
 		const file = path.join(dir, "100k-cut-short.jsonl");
-		await writeSyntheticExport(file, { categories: 10, authors: 100, games: 100_000 });
-		const importing = runTool("import", [file], { env: embedded(data) });
-		await waitFor("the import has written some games", async () => existsSync(wal) && statSync(wal).size > 400_000, [], 60_000);
+		const importing = (await importUnderWay(data, file)).run;
 		// Cut at the end of a line well past what the import has read: the file now just ends early.
 		const bytes = readFileSync(file);
 		let end = 0;
