@@ -101,7 +101,7 @@ async function main(): Promise<void> {
 		return;
 	}
 	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);
-	exitOnSignals("Export", `nothing was written to ${target}.`);
+	exitOnSignals("Export", target === "-" ? "what went to stdout is not a whole export." : `nothing was written to ${target}.`);
 	let broker: ServiceBroker | undefined;
 	try {
 		broker = await startMember({ snapshot: true });
