@@ -432,7 +432,12 @@ describe("hostile requests through HTTP", () => {
 		const gateway = catalogue.broker.getLocalService("api") as unknown as {
 			settings: { routes: { aliases: Record<string, string> }[] };
 		};
-		expect(Object.keys(requestsByAlias).sort()).toEqual(Object.keys(gateway.settings.routes[0].aliases).sort());
+		const routes = Object.keys(gateway.settings.routes[0].aliases);
+		// A HEAD alias is its GET's, to the same action, its answer without the body (lib/http/methods.ts withHead): fuzzed as that
+		// GET, and checked to answer as it in gateway.test.ts.
+		const heads = routes.filter(route => route.startsWith("HEAD "));
+		expect(heads.map(route => route.replace(/^HEAD /, "GET ")).filter(get => !routes.includes(get))).toEqual([]);
+		expect(Object.keys(requestsByAlias).sort()).toEqual(routes.filter(route => !heads.includes(route)).sort());
 	});
 
 	test(
