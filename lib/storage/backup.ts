@@ -2,13 +2,13 @@
  * An online backup of the embedded store: SQLite's backup of DATA_DIR's database, taken while a catalogue writes it, from the REPL
  * or `npm run backup` (docs/operations.md, "Backups").
  */
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { open, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { backup, DatabaseSync } from "node:sqlite";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
 import { orphans } from "../integrity/integrity";
-import { DATABASE_FILE, LOCK_FILE } from "./location";
+import { DATABASE_FILE, LOCK_FILE, realFolder } from "./location";
 import { makeFolder, openForReading } from "./sqlite-database";
 
 /** The file written last into a backup's folder: a folder without it holds no finished backup. */
@@ -44,9 +44,6 @@ async function syncFile(file: string): Promise<void> {
 	const handle = await open(file, "r+");
 	await handle.sync().finally(() => handle.close());
 }
-
-/** The path a folder really is (symbolic links followed), or as given when there is none yet. */
-const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : dir);
 
 /** What the copy holds: each collection's records and its orphaned games; the copy is first made one file (no WAL) for a restore. */
 function contents(file: string): Pick<Backup, "collections" | "orphans"> {

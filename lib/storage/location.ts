@@ -1,4 +1,5 @@
 /** Where a configuration keeps its records, said without opening them: the database file, the start-up line, and backup hints. */
+import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { CatalogueConfig } from "../config/config";
 import { hideCredentials } from "../config/uris";
@@ -6,6 +7,9 @@ import { hideCredentials } from "../config/uris";
 export const DATABASE_FILE = "catalogue.sqlite";
 
 export const databaseFile = (dataDir: string) => path.join(dataDir, DATABASE_FILE);
+
+/** The folder `dir` names, through links when it exists: two names of one folder compare equal. */
+export const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : path.resolve(dir));
 
 /** The file whose SQLite lock says which processes have a DATA_DIR open: a folder holding it is, or was, a catalogue's. */
 export const LOCK_FILE = "catalogue.lock";

@@ -3,7 +3,8 @@
  * once the counts are known. For consistency while writes go on, a game whose category or author is not in the file brings that
  * record in, read again; a game whose reference is gone by then is read again itself.
  */
-import { closeSync, createWriteStream, existsSync, openSync, readSync, realpathSync, statSync, type WriteStream } from "node:fs";
+import { closeSync, createWriteStream, existsSync, openSync, readSync, statSync, type WriteStream } from "node:fs";
+import { realFolder } from "../storage/location";
 import { once } from "node:events";
 import { finished } from "node:stream/promises";
 import path from "node:path";
@@ -15,9 +16,6 @@ import { readLines } from "./lines";
 
 /** The first bytes of every SQLite database file. */
 const SQLITE_HEADER = Buffer.from("SQLite format 3\0");
-
-/** `dir`, or the folder it names through links when it exists. */
-const realFolder = (dir: string) => (existsSync(dir) ? realpathSync(dir) : path.resolve(dir));
 
 /**
  * Why `target` may not receive an export, or undefined: a file in the data folder (it could replace the catalogue's database), a
