@@ -38,6 +38,7 @@ export const texts = {
 	urlTooLong: "The request URL is too long",
 	headersTooLarge: "The request headers are too large",
 	malformedRequest: "The request is not valid HTTP",
+	hostRequired: "The request has no Host header, which HTTP/1.1 requires",
 	requestTooSlow: "The request took too long to arrive",
 	tooManyRequests: "Too many requests from this address; try again later",
 	tooManyConnections: "Too many connections are open from this address; close one before opening another",

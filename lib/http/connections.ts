@@ -18,12 +18,28 @@ export function boundedServer(bounds: ConnectionBounds, requestTimeoutMs: number
 			headersTimeout: bounds.headersTimeoutMs,
 			requestTimeout: requestTimeoutMs,
 			connectionsCheckingInterval: CHECK_EVERY_MS,
+			// Node's own check answers a bare 400, with no body and before any listener logs it.
+			requireHostHeader: false,
 		},
-		handler,
+		hostRequired(handler),
 	);
 	server.keepAliveTimeout = bounds.keepAliveTimeoutMs;
 	server.maxConnections = bounds.total;
 	return server;
+}
+
+/** HTTP/1.1 requires a Host header (RFC 9112, section 3.2): a request without one is a 400 with a `msg`, logged as any other. */
+function hostRequired(handler: RequestListener): RequestListener {
+	return (req, res) => {
+		if (req.headers.host !== undefined || req.httpVersion !== "1.1") return handler(req, res);
+		const body = JSON.stringify({ msg: texts.hostRequired });
+		res.writeHead(400, {
+			"Content-Type": "application/json; charset=utf-8",
+			"Content-Length": Buffer.byteLength(body),
+			Connection: "close",
+		});
+		res.end(body);
+	};
 }
 
 /**

@@ -24,11 +24,11 @@ function expectFailure(answer: Answer, status: number, msg: string) {
 	expect(answer.headers.get("content-type")).toMatch(/^application\/json/);
 }
 
-/** Sends raw bytes to the gateway and resolves with everything it answers before closing. */
-function rawRequest(api: Api, bytes: string): Promise<string> {
+/** Sends raw bytes to the gateway (then half-closes, unless told not to) and resolves with everything it answers before closing. */
+function rawRequest(api: Api, bytes: string, halfClose = true): Promise<string> {
 	const { hostname, port } = new URL(api.url);
 	return new Promise((resolve, reject) => {
-		const socket = connect(Number(port), hostname, () => socket.end(bytes));
+		const socket = connect(Number(port), hostname, () => (halfClose ? socket.end(bytes) : socket.write(bytes)));
 		let answer = "";
 		socket.setEncoding("utf8");
 		socket.on("data", (chunk: string) => (answer += chunk));
@@ -92,6 +92,14 @@ describe("limits and headers (default settings)", () => {
 	test("bytes that are not HTTP answer 400 as JSON with a msg", async () => {
 		const answer = parseRaw(await rawRequest(api(), "HELLO THERE\r\n\r\n"));
 		expect(answer).toMatchObject({ status: 400, body: { msg: "The request is not valid HTTP" } });
+	});
+
+	test("an HTTP/1.1 request without a Host header answers 400 as JSON with a msg; HTTP/1.0 needs none", async () => {
+		const answer = parseRaw(await rawRequest(api(), "GET /category HTTP/1.1\r\n\r\n"));
+		expect(answer).toMatchObject({ status: 400, body: { msg: "The request has no Host header, which HTTP/1.1 requires" } });
+		expect(answer.head).toMatch(/content-type: application\/json/i);
+		// Left open until the gateway closes it: a half-closed HTTP/1.0 request is given up when its answer takes a while.
+		expect(parseRaw(await rawRequest(api(), "GET /category HTTP/1.0\r\n\r\n", false)).status).toBe(200);
 	});
 
 	test("a body nested more than 32 deep answers 400 with a msg and stores nothing", async () => {
