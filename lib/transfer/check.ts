@@ -57,6 +57,9 @@ export interface OutsideReference {
 	id: string;
 }
 
+/** A line of spaces or nothing, as an editor may leave after the last record: it holds no record, and an import passes over it. */
+export const isBlank = (line: string) => line.trim() === "";
+
 export class FileCheck {
 	private lineNumber = 0;
 	private header: { counts: Counts } | undefined;
@@ -70,7 +73,7 @@ export class FileCheck {
 	/** Checks the next line of the file (its first is the header); the record, once it passed. */
 	async add(text: string): Promise<FileRecord | undefined> {
 		const line = ++this.lineNumber;
-		if (this.problem) return undefined;
+		if (this.problem || (line > 1 && isBlank(text))) return undefined;
 		let value: unknown;
 		try {
 			// A byte order mark, which some editors put first, is not the file's JSON.

@@ -3,7 +3,7 @@
  * `importRecords` (mixins/transfer.mixin.ts). A refused batch is sent again a record at a time, so only refused records are left out.
  */
 import { isUnreachable, STORAGE_FAILURE } from "../catalogue/errors";
-import { FileCheck, type OutsideReference, type Problem } from "./check";
+import { FileCheck, isBlank, type OutsideReference, type Problem } from "./check";
 import { LongLine, MAX_LINE_BYTES, NotUtf8Line } from "./lines";
 import { recordsWithIds, type Caller } from "./calls";
 import { KINDS, serviceOf, type Kind, type StoredRecord } from "./format";
@@ -84,7 +84,7 @@ async function* batches(
 	let current: { kind: Kind; records: [number, StoredRecord][] } | undefined;
 	let lineNumber = 0;
 	for await (const line of lines) {
-		if (++lineNumber === 1) continue;
+		if (++lineNumber === 1 || isBlank(line)) continue;
 		const { kind, ...fields } = parsedAgain(file, line, lineNumber);
 		if (current && (current.kind !== kind || current.records.length === size)) {
 			yield current;

@@ -211,6 +211,25 @@ describe("importFile: a batch refused is sent again a record at a time", () => {
 	});
 });
 
+describe("blank lines", () => {
+	test("after the header, a blank line (spaces, or the editor's last newline) is passed over in the check and the import", async () => {
+		const lines = [header(1, 1, 1), category(C1), "", author(A1), "  \t", game(G1, C1, A1), "", ""];
+		const sent: string[] = [];
+		const call: Caller = async <T>(_action: string, params: object) => {
+			sent.push(...(params as { records: StoredRecord[] }).records.map(record => record.id));
+			return { created: 1, unchanged: 0, updated: 0 } as T;
+		};
+		const options = { file: "f", lines: () => toLines(lines), call, batch: 10 };
+		expect(await checkFile(options)).toBe(3);
+		expect((await importFile(options, 3)).read).toBe(3);
+		expect(sent).toEqual([C1, A1, G1]);
+	});
+
+	test("a blank first line is no header", async () => {
+		expect(await problemOf(["", header(0, 0, 0)])).toMatchObject({ line: 1, reason: expect.stringMatching(/^not JSON/) as string });
+	});
+});
+
 describe("U+2028 and U+2029: written escaped, read raw", () => {
 	const title = 'Tigris\u2028& "Euphrat"\u2029à Pégase';
 	const separators = /[\u2028\u2029]/;
