@@ -7,12 +7,18 @@ import { noFilesToBackUp } from "../lib/storage/location";
 // `npm run backup -- <dir>`: a copy of DATA_DIR's SQLite database in <dir>, taken while the
 // catalogue runs and writes it (docs/operations.md, "Backups"). Unlike the seed, it reads the database, not HTTP.
 
-/** Backs up DATA_DIR into the folder given and prints what it copied; exits with 1, saying why, when it cannot. */
+const USAGE = "usage: npm run backup -- <dir>   (the folder the copy goes to)";
+
+/** Backs up DATA_DIR into the folder given and prints what it copied; exits with 1, saying why, when it cannot (2 for a wrong command line, as export and import). */
 async function main(): Promise<void> {
 	const [target, ...more] = process.argv.slice(2);
+	if (!target || more.length > 0) {
+		console.error(USAGE);
+		process.exitCode = 2;
+		return;
+	}
 	const refused = noFilesToBackUp(config);
 	if (refused) throw new Error(refused);
-	if (!target || more.length > 0) throw new Error("Usage: npm run backup -- <dir> (the folder the copy goes to)");
 	console.log(backupText(await backupDataDir(config.dataDir, target), target));
 }
 

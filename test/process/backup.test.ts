@@ -176,6 +176,12 @@ test("the REPL's backup <dir> in the node that writes: one exact snapshot while 
 	await restoreAndCheck(dir, writer, began);
 }, 120_000);
 
+test("npm run backup without one folder prints its usage and exits 2, as export and import do", async () => {
+	const usage = { code: 2, output: "usage: npm run backup -- <dir>   (the folder the copy goes to)\n" };
+	expect(await runBackup([], { STORAGE: "file" })).toEqual(usage);
+	expect(await runBackup(["a", "b"], { STORAGE: "file" })).toEqual(usage);
+});
+
 test("npm run backup refuses MongoDB (naming mongodump and mongorestore), memory, and a folder without a catalogue database", async () => {
 	const target = path.join(folder("refused"), "copy");
 	const mongo = await runBackup([target], { MONGO_URI: "mongodb://127.0.0.1:1/catalogue", STORAGE: "file" });
