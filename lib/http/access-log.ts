@@ -36,6 +36,32 @@ type RoutedRequest = IncomingMessage & {
 	$ctx?: { meta?: { user?: { sub?: unknown; via?: unknown } | null } };
 };
 
+/** Query parameters whose names say they carry a secret (`access_token`, `api_key`, `code`, `password`, `signature`...). */
+const SECRET_PARAMETER = /token|key|code|secret|passw|auth|sig|session|cookie|credential/i;
+
+/**
+ * The URL as logged: the values of the query's secret-looking parameters written `***`. The gateway reads no credential from a URL,
+ * but a client may send one there (a browser's EventSource cannot set headers), and a log is read by more people than the token's owner.
+ */
+function loggedUrl(url: string | undefined): string | undefined {
+	const at = url?.indexOf("?") ?? -1;
+	if (url === undefined || at === -1) return url;
+	const masked = url
+		.slice(at + 1)
+		.split("&")
+		.map(pair => {
+			const [name] = pair.split("=", 1);
+			let decoded = name;
+			try {
+				decoded = decodeURIComponent(name.replace(/\+/g, " "));
+			} catch {
+				// A name that is not valid percent-encoding is matched as sent.
+			}
+			return SECRET_PARAMETER.test(decoded) && pair.includes("=") ? `${name}=***` : pair;
+		});
+	return `${url.slice(0, at)}?${masked.join("&")}`;
+}
+
 export function accessEntry(req: IncomingMessage, res: ServerResponse, durationMs: number): AccessEntry {
 	const { originalUrl, $alias, $ctx } = req as RoutedRequest;
 	const user = $ctx?.meta?.user?.sub;
@@ -43,7 +69,7 @@ export function accessEntry(req: IncomingMessage, res: ServerResponse, durationM
 	return {
 		...requestFields(req),
 		method: req.method,
-		url: originalUrl ?? req.url,
+		url: loggedUrl(originalUrl ?? req.url),
 		path: $alias?.fullPath ?? UNROUTED,
 		status: res.statusCode,
 		durationMs: Math.round(durationMs * 1000) / 1000,

@@ -67,6 +67,17 @@ test("a request ends with one info line: its id, method, URL, alias, status and 
 	]);
 });
 
+test("a secret sent in the query string is logged as ***, the other parameters as sent", async () => {
+	const api = gatewayApi(broker);
+	const url = `/category?name=Euro&access_token=${TOKEN}&api%5Fkey=${TOKEN}&code=42&kinds=game`;
+	await api.send("GET", url, undefined, undefined, { "X-Request-ID": "query-1" });
+	await waitForLine("query-1");
+	expect(linesOf("query-1")).toEqual([
+		expect.objectContaining({ url: "/category?name=Euro&access_token=***&api%5Fkey=***&code=***&kinds=game" }),
+	]);
+	expect(printed.join("\n")).not.toContain(`=${TOKEN}`);
+});
+
 test("a write names its sender: in the gateway's line, and in the line of the service that made the change", async () => {
 	const api = gatewayApi(broker);
 	const headers = { "X-Request-ID": "write-1", Authorization: `Bearer ${TOKEN}` };
