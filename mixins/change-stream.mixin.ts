@@ -5,6 +5,7 @@ import { DATA_SERVICE_NAMES, type DataServiceName } from "../lib/catalogue/servi
 import { CHANGE_TYPES, FEED_PAGE, FEED_SERVICES, parsePosition, type Change, type FeedPage, type Position } from "../lib/feed/changes";
 import { ChangeStream, streamParams } from "../lib/feed/sse";
 import { rateLimitClient } from "../lib/http/rate-limit";
+import type { SignedIn } from "../lib/sign-in/sign-in";
 
 /** Streams one gateway holds at once, and one client address. */
 export const STREAM_LIMITS = { total: 1000, perClient: 8 };
@@ -16,6 +17,8 @@ const POLL_MS = 1000;
 export type StreamMeta = {
 	lastEventId?: string;
 	clientAddress?: string;
+	/** Who opened the stream, when the route needed anyone (AUTH_READS=user). */
+	user?: SignedIn | null;
 	$responseType?: string;
 	$responseHeaders?: Record<string, string>;
 };
@@ -103,12 +106,19 @@ export function changeStream(): Partial<ServiceSchema> {
 					const follows = new Set(
 						ctx.params.kinds?.split(",").map(kind => FEED_SERVICES[kind as keyof typeof FEED_SERVICES]) ?? DATA_SERVICE_NAMES,
 					);
-					const stream = new ChangeStream({ ...(hub.position as Position), ...from }, follows, () => {
-						hub.streams.delete(stream);
-						// Followed by no one, the hub reads nothing; the next stream starts it from then.
-						if (hub.streams.size === 0 && hub.joining === 0) hub.position = {};
-						leave();
-					});
+					const { user } = ctx.meta;
+					const reader = { signedIn: Boolean(user), until: user?.until };
+					const stream = new ChangeStream(
+						{ ...(hub.position as Position), ...from },
+						follows,
+						() => {
+							hub.streams.delete(stream);
+							// Followed by no one, the hub reads nothing; the next stream starts it from then.
+							if (hub.streams.size === 0 && hub.joining === 0) hub.position = {};
+							leave();
+						},
+						reader,
+					);
 					hub.streams.add(stream);
 					if (hub.stopping) stream.close();
 					ctx.meta.$responseType = "text/event-stream; charset=utf-8";

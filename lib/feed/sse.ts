@@ -41,6 +41,12 @@ export function frame(event: string | undefined, id: string | undefined, data: u
 	return `${event ? `event: ${event}\n` : ""}${id === undefined ? "" : `id: ${id}\n`}data: ${json}\n\n`;
 }
 
+/** Who reads a stream: signed in or not, and until when its sign-in holds (a token's `exp`), if it ends. */
+export interface StreamReader {
+	signedIn: boolean;
+	until?: number;
+}
+
 /**
  * One client's stream: the changes of the kinds it follows, each sent once after its position. While it catches up from the
  * feeds (`catchUp`), the changes the hub hands it wait, so that it sends every kind's changes in order.
@@ -54,15 +60,20 @@ export class ChangeStream {
 	private written = 0;
 	private readAtBeat = 0;
 
+	private expiry: NodeJS.Timeout | undefined;
+
 	constructor(
 		/** The last change sent of each kind. */
 		private readonly position: Position,
 		private readonly follows: ReadonlySet<DataServiceName>,
 		private readonly onClose: () => void,
+		/** Who reads it: only a signed-in reader is told who made each change (`subject`), and a sign-in that expires ends the stream. */
+		private readonly reader: StreamReader = { signedIn: false },
 	) {
 		this.write(`retry: ${RECONNECT_MS}\n\n`);
 		this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
 		this.heartbeat.unref();
+		if (reader.until !== undefined) this.expiry = setTimeout(() => this.close(), Math.max(0, reader.until - Date.now())).unref();
 		this.body.once("close", () => this.close());
 	}
 
@@ -114,7 +125,9 @@ export class ChangeStream {
 		const service = FEED_SERVICES[change.kind];
 		if (!this.follows.has(service) || change.seq <= this.position[service]) return;
 		this.position[service] = change.seq;
-		this.write(frame(undefined, positionText(this.position), change));
+		// Who made a change is for signed-in readers: a public feed would tell anyone the editors' names (a `sub` may be an email).
+		const { subject: _, ...unsigned } = change;
+		this.write(frame(undefined, positionText(this.position), this.reader.signedIn ? change : unsigned));
 	}
 
 	/** The feed no longer holds the changes after the stream's position in `service`: says so, and carries on from `last`. */
@@ -165,6 +178,7 @@ export class ChangeStream {
 		if (this.ended) return;
 		this.ended = true;
 		clearInterval(this.heartbeat);
+		clearTimeout(this.expiry);
 		if (!this.body.destroyed) {
 			this.body.end();
 			const cutOff = setTimeout(() => this.body.destroy(), HEARTBEAT_MS).unref();

@@ -14,6 +14,8 @@ export interface SignedIn {
 	via: "identity-provider" | "api-token";
 	/** Whether the sender may change the catalogue: it has AUTH_WRITE_ROLE, or it sent API_TOKEN. */
 	mayWrite: boolean;
+	/** When the token stops being accepted (its `exp` and the clock's leeway), in ms; API_TOKEN does not expire. */
+	until?: number;
 }
 
 /** What a request needs: nothing, a signed-in user (reads with AUTH_READS=user), or one who may write. */
@@ -54,6 +56,7 @@ export function signInGate({ apiToken, signIn }: Pick<CatalogueConfig, "apiToken
 				sub: String(payload.sub),
 				via: "identity-provider",
 				mayWrite: rolesOf(payload, signIn.rolesClaim).includes(signIn.writeRole),
+				until: (Number(payload.exp) + CLOCK_LEEWAY_S) * 1000,
 			};
 		} catch (err) {
 			if (err instanceof ProviderUnreachable) throw providerUnreachable(err.retryAt, err.message);

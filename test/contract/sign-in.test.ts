@@ -3,6 +3,7 @@ import type { SignIn } from "../../lib/config/config";
 import type { ProviderTiming } from "../../lib/sign-in/provider-keys";
 import { startCatalogue, type Answer, type Api, type Catalogue, type CatalogueOptions } from "../support/catalogue";
 import { openStream } from "../support/sse";
+import { waitFor } from "../support/process";
 import { IdentityProvider, signingKey, type SigningKey } from "../support/identity-provider";
 
 // Sign-in with an identity provider (AUTH_*, docs/security.md), against a local stand-in that
@@ -86,7 +87,12 @@ describe("sign-in (AUTH_ISSUER): tokens the provider signed", () => {
 			const removal = recorded.seen.find(
 				each => each.action === "categories.remove" && (each.user as { sub?: string })?.sub === `editor-${key.alg}`,
 			);
-			expect(removal?.user).toEqual({ sub: `editor-${key.alg}`, via: "identity-provider", mayWrite: true });
+			expect(removal?.user).toEqual({
+				sub: `editor-${key.alg}`,
+				via: "identity-provider",
+				mayWrite: true,
+				until: expect.any(Number),
+			});
 			// Over NATS the data service ran on a node of its own: the sender crossed with the call.
 			if (catalogue().topology === "nats") expect(removal?.node).not.toBe(catalogue().broker.nodeID);
 		}
@@ -348,6 +354,22 @@ describe("sign-in: AUTH_READS=user", () => {
 		}
 	});
 
+	test("a signed-in reader's stream tells who made each change, and ends when the token that opened it expires", async () => {
+		// Expired 27 s ago: still accepted, within the 30 s of clock leeway, for 3 s more.
+		const reader = await provider().token({ claims: READER, expiresIn: -27 });
+		const stream = await openStream(`${api().url}/changes?kinds=category`, bearer(reader));
+		try {
+			await stream.next(event => event.event === "ready");
+			const editor = await provider().token({ subject: "carol", claims: EDITOR });
+			expect((await api().send("PUT", "/category", { name: "By carol" }, undefined, bearer(editor))).status).toBe(200);
+			expect((await stream.next(event => event.data.record?.name === "By carol")).data.subject).toBe("carol");
+			expect(stream.ended()).toBe(false);
+			await waitFor("the stream ends with its token", async () => stream.ended(), [], 6000);
+		} finally {
+			stream.close();
+		}
+	});
+
 	test("with the provider down and no key known, reads answer 503 too", async () => {
 		provider().reachable = false;
 		await new Promise(resolve => setTimeout(resolve, TIMING.refetchMs + 100));
@@ -386,5 +408,19 @@ describe("sign-in: API_TOKEN and the provider together", () => {
 		expectRefused(await api().put("/category", { name: "x" }), 401, texts.signInRequired);
 		const { body } = await api().get("/openapi.json");
 		expect(body.paths["/category"].put.security).toEqual([{ bearerToken: [] }, { signIn: [] }]);
+	});
+
+	test("the public change stream does not tell who made a change: a `sub` may be an email address", async () => {
+		const stream = await openStream(`${api().url}/changes?kinds=category`);
+		try {
+			await stream.next(event => event.event === "ready");
+			const editor = await provider().token({ subject: "dave@example.com", claims: EDITOR });
+			expect((await api().send("PUT", "/category", { name: "By dave" }, undefined, bearer(editor))).status).toBe(200);
+			const change = await stream.next(event => event.data.record?.name === "By dave");
+			expect(change.data).toMatchObject({ type: "created", kind: "category" });
+			expect(change.data).not.toHaveProperty("subject");
+		} finally {
+			stream.close();
+		}
 	});
 });
