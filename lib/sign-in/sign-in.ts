@@ -27,6 +27,17 @@ export type Need = "nothing" | "user" | "writer";
  */
 export const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 
+/** The header types of an access token: RFC 9068's `at+jwt`, or the plain `JWT` most providers write. */
+const ACCESS_TOKEN_TYPES = new Set(["jwt", "at+jwt", "application/at+jwt"]);
+
+/**
+ * Whether a token the provider signed for this audience is an access token, not another of its tokens: an ID token, a refresh
+ * token or a logout token (Keycloak says which in the payload's `typ`; a logout token says so in its header's).
+ */
+const isAccessToken = (headerType: unknown, payloadType: unknown) =>
+	(headerType === undefined || (typeof headerType === "string" && ACCESS_TOKEN_TYPES.has(headerType.toLowerCase()))) &&
+	(payloadType === undefined || payloadType === "Bearer");
+
 /** Seconds of disagreement between the provider's clock and ours that `exp` and `nbf` forgive. */
 const CLOCK_LEEWAY_S = 30;
 
@@ -45,13 +56,15 @@ export function signInGate({ apiToken, signIn }: Pick<CatalogueConfig, "apiToken
 	async function verified(token: string, note: RefusalNote): Promise<SignedIn> {
 		if (!signIn || !providerKeySet) throw tokenRefused(texts.tokenRequired, true);
 		try {
-			const { payload } = await jwtVerify(token, providerKeySet, {
+			const { payload, protectedHeader } = await jwtVerify(token, providerKeySet, {
 				issuer: signIn.issuer,
 				audience: signIn.audience,
 				algorithms: ALGORITHMS,
 				clockTolerance: CLOCK_LEEWAY_S,
 				requiredClaims: ["exp", "sub"],
 			});
+			if (!isAccessToken(protectedHeader.typ, payload.typ))
+				throw new Error(`not an access token (typ ${JSON.stringify([protectedHeader.typ, payload.typ])})`);
 			return {
 				sub: String(payload.sub),
 				via: "identity-provider",

@@ -149,6 +149,19 @@ describe("sign-in (AUTH_ISSUER): tokens the provider signed", () => {
 		expectRefused(await write(token), 401, texts.tokenNotAccepted, INVALID);
 	});
 
+	test.each([
+		["an ID token (Keycloak's typ ID)", { claims: { ...EDITOR, typ: "ID" } }],
+		["a refresh token (typ Refresh)", { claims: { ...EDITOR, typ: "Refresh" } }],
+		["a logout token (header typ logout+jwt)", { claims: EDITOR, type: "logout+jwt" }],
+	])("%s, though signed by the provider for this audience: 401 invalid_token", async (_name, options) => {
+		expectRefused(await write(await provider().token(options)), 401, texts.tokenNotAccepted, INVALID);
+	});
+
+	test("an access token marked as one (header typ at+jwt, Keycloak's typ Bearer) writes", async () => {
+		const token = await provider().token({ claims: { ...EDITOR, typ: "Bearer" }, type: "at+jwt" });
+		expect((await write(token, "Typed")).status).toBe(200);
+	});
+
 	test("an unsigned token (alg: none): 401 invalid_token", async () => {
 		expectRefused(await write(provider().unsigned(EDITOR)), 401, texts.tokenNotAccepted, INVALID);
 	});

@@ -32,6 +32,8 @@ export interface TokenOptions {
 	notBefore?: number;
 	/** Extra claims: the roles, wherever the provider puts them. */
 	claims?: JWTPayload;
+	/** The header's `typ`: `JWT` by default. */
+	type?: string;
 }
 
 /**
@@ -101,10 +103,11 @@ export class IdentityProvider {
 		expiresIn = 300,
 		notBefore,
 		claims = {},
+		type = "JWT",
 	}: TokenOptions = {}) {
 		const now = Math.floor(Date.now() / 1000);
 		const jwt = new SignJWT(claims)
-			.setProtectedHeader({ alg: key.alg, kid, typ: "JWT" })
+			.setProtectedHeader({ alg: key.alg, kid, typ: type })
 			.setIssuer(issuer)
 			.setAudience(audience)
 			.setSubject(subject)
