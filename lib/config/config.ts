@@ -220,8 +220,18 @@ function apiToken(value: string | undefined): string | null {
 
 const HTTP_URL = /^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/;
 
-/** The AUTH_* variables: all of them need AUTH_ISSUER, and AUTH_ISSUER needs AUTH_AUDIENCE. */
-function signIn(env: NodeJS.ProcessEnv): SignIn | null {
+/** An http:// URL whose host is not this machine: what it fetches could be replaced on the way. */
+const remoteHttp = (url: string) =>
+	url.startsWith("http://") &&
+	!["localhost", "127.0.0.1", "[::1]"].includes(new URL(url).hostname) &&
+	!/^127\./.test(new URL(url).hostname);
+
+/**
+ * The AUTH_* variables: all of them need AUTH_ISSUER, and AUTH_ISSUER needs AUTH_AUDIENCE. In production the provider is reached over
+ * https (OpenID Connect's issuer is an https URL): keys fetched over plain http could be swapped by anyone on the path, who could then
+ * sign tokens of any editor. A provider on this machine is reached over http too.
+ */
+function signIn(env: NodeJS.ProcessEnv, production: boolean): SignIn | null {
 	const { AUTH_ISSUER: issuer, AUTH_JWKS_URL: jwksUrl, AUTH_AUDIENCE: audience, AUTH_ROLES_CLAIM: rolesClaim } = env;
 	if (!issuer) {
 		const stray = ["AUTH_JWKS_URL", "AUTH_AUDIENCE", "AUTH_ROLES_CLAIM", "AUTH_WRITE_ROLE", "AUTH_READS"].find(name => env[name]);
@@ -231,6 +241,12 @@ function signIn(env: NodeJS.ProcessEnv): SignIn | null {
 	if (!HTTP_URL.test(issuer))
 		throw new ConfigError(`AUTH_ISSUER must be the issuer's URL, such as https://id.example.com/realms/games; got "${issuer}"`);
 	if (jwksUrl && !HTTP_URL.test(jwksUrl)) throw new ConfigError(`AUTH_JWKS_URL must be an http(s) URL; got "${jwksUrl}"`);
+	const plain =
+		production && [["AUTH_ISSUER", issuer] as const, ["AUTH_JWKS_URL", jwksUrl ?? ""] as const].find(([, url]) => remoteHttp(url));
+	if (plain)
+		throw new ConfigError(
+			`${plain[0]} must be an https URL when NODE_ENV=production (keys fetched over http could be replaced on the way); got "${plain[1]}"`,
+		);
 	if (!audience)
 		throw new ConfigError(
 			"AUTH_ISSUER needs AUTH_AUDIENCE, the audience (aud) of the catalogue's tokens: tokens issued for other applications are refused",
@@ -297,7 +313,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		redisUrl: redisUrl(env.REDIS_URL),
 		cacheMaxBytes: wholeNumber("CACHE_MAX_MB", env.CACHE_MAX_MB || "64", 0, 65_536) * 1024 * 1024,
 		apiToken: apiToken(env.API_TOKEN),
-		signIn: signIn(env),
+		signIn: signIn(env, production),
 		production,
 		metricsPort: env.METRICS_PORT ? wholeNumber("METRICS_PORT", env.METRICS_PORT, 1, 65535) : null,
 		logFormat: format,

@@ -81,9 +81,25 @@ describe("AUTH_* configuration", () => {
 		[{ AUTH_ISSUER: issuer, AUTH_AUDIENCE: "x", AUTH_JWKS_URL: "ftp://x" }, "AUTH_JWKS_URL must be an http(s) URL"],
 		[{ AUTH_ISSUER: issuer, AUTH_AUDIENCE: "x", AUTH_ROLES_CLAIM: "realm_access..roles" }, "AUTH_ROLES_CLAIM must be"],
 		[{ AUTH_ISSUER: issuer, AUTH_AUDIENCE: "x", AUTH_READS: "everyone" }, "AUTH_READS must be one of public, user"],
+		[
+			{ NODE_ENV: "production", AUTH_ISSUER: "http://keycloak:8080/realms/games", AUTH_AUDIENCE: "x" },
+			'AUTH_ISSUER must be an https URL when NODE_ENV=production (keys fetched over http could be replaced on the way); got "http://keycloak:8080/realms/games"',
+		],
+		[
+			{ NODE_ENV: "production", AUTH_ISSUER: issuer, AUTH_AUDIENCE: "x", AUTH_JWKS_URL: "http://id.example.com/certs" },
+			"AUTH_JWKS_URL must be an https URL when NODE_ENV=production",
+		],
 	])("%j is refused at start", (env, message) => {
 		expect(() => readConfig(env)).toThrow(ConfigError);
 		expect(() => readConfig(env)).toThrow(message);
+	});
+
+	test("in production a provider on this machine may be reached over http; elsewhere, outside production, too", () => {
+		for (const url of ["http://127.0.0.1:8080/realms/games", "http://localhost:8080/realms/games", "http://[::1]:8080/realms/games"])
+			expect(readConfig({ NODE_ENV: "production", AUTH_ISSUER: url, AUTH_AUDIENCE: "x" }).signIn?.issuer).toBe(url);
+		expect(readConfig({ AUTH_ISSUER: "http://keycloak:8080/realms/games", AUTH_AUDIENCE: "x" }).signIn?.issuer).toBe(
+			"http://keycloak:8080/realms/games",
+		);
 	});
 });
 
