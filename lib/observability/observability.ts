@@ -46,7 +46,15 @@ class StreamLogger extends Loggers.Console {
 		if (!level) return null;
 		const enabled = LEVELS.indexOf(level);
 		const formatter = this.getFormatter(bindings);
-		const secrets = ((this.opts as { redact?: string[] }).redact ?? []).filter(secret => secret.length >= MIN_REDACTED);
+		// Each as written into a line too: util.inspect (an object's field), JSON, or both escape its quotes and backslashes.
+		const secrets = [
+			...new Set(
+				((this.opts as { redact?: string[] }).redact ?? [])
+					.filter(secret => secret.length >= MIN_REDACTED)
+					.flatMap(secret => [secret, inspected(secret)])
+					.flatMap(secret => [secret, JSON.stringify(secret).slice(1, -1)]),
+			),
+		];
 		const stacks = enabled >= LEVELS.indexOf("debug");
 		return (type: string, args: unknown[]) => {
 			if (LEVELS.indexOf(type) > enabled) return;
@@ -65,6 +73,9 @@ function errorLine(err: Error & { code?: string | number }): string {
 	const code = err.code === undefined || err.message.includes(String(err.code)) ? "" : ` (${String(err.code)})`;
 	return `${err.name}: ${err.message}${code}`;
 }
+
+/** A string as util.inspect writes it inside an object, without its quotes. */
+const inspected = (text: string) => inspect(text).slice(1, -1);
 
 /** Shorter secrets are not looked for in log lines: they would blot out ordinary text. */
 const MIN_REDACTED = 4;

@@ -219,6 +219,25 @@ test("the Stream logger writes every secret it was given as ***, whoever logs it
 	expect(printed).toContain("short secrets are left alone: abc");
 });
 
+test.each(["json", "text"] as const)(
+	"a secret holding quotes and a backslash is written *** in %s lines too, where it is escaped",
+	logFormat => {
+		const secret = 'pa"ss\\w0rd';
+		const lines: string[] = [];
+		jest.spyOn(process.stdout, "write").mockImplementation(chunk => (lines.push(String(chunk)), true));
+		jest.spyOn(process.stderr, "write").mockImplementation(chunk => (lines.push(String(chunk)), true));
+		try {
+			const broker = new ServiceBroker({ nodeID: "node-1", logger: loggerOptions({ logFormat }, [secret]), logLevel: "info" });
+			broker.getLogger("cacher").warn(`WRONGPASS AUTH ${secret}`, { cmd: `AUTH ${secret}` });
+		} finally {
+			jest.restoreAllMocks();
+		}
+		const printed = lines.join("");
+		expect(printed).toContain("WRONGPASS AUTH ***");
+		for (const written of [secret, JSON.stringify(secret).slice(1, -1), 'pa\\"ss']) expect(printed).not.toContain(written);
+	},
+);
+
 describe("jsonLogLine", () => {
 	const bindings = { nodeID: "node-1", ns: "", mod: "api", svc: "api" };
 	const line = (args: unknown[]) => JSON.parse(jsonLogLine("info", args, bindings)[0]);
