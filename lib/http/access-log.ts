@@ -9,6 +9,9 @@ export const HTTP_REQUEST_TIME = "catalogue.http.request.time";
 /** The `path` label of a request no alias matched (a 404, or one refused before routing). */
 const UNROUTED = "none";
 
+/** The status of a request whose client left before any answer was sent (nginx's "client closed request"). */
+const CLIENT_LEFT = 499;
+
 /** What the gateway says of a request once it has ended. */
 export interface AccessEntry {
 	requestId: string | undefined;
@@ -71,7 +74,8 @@ export function accessEntry(req: IncomingMessage, res: ServerResponse, durationM
 		method: req.method,
 		url: loggedUrl(originalUrl ?? req.url),
 		path: $alias?.fullPath ?? UNROUTED,
-		status: res.statusCode,
+		// Left before any answer: nginx's 499, not the 200 Node's response holds until one is written.
+		status: res.headersSent ? res.statusCode : CLIENT_LEFT,
 		durationMs: Math.round(durationMs * 1000) / 1000,
 		...(typeof user === "string" && { user }),
 		...(typeof via === "string" && { via }),

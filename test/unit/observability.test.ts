@@ -285,7 +285,8 @@ describe("zipkinTraceId", () => {
 describe("accessEntry", () => {
 	const request = (more: object) =>
 		({ method: "GET", url: "/game/catan", headers: { "x-request-id": "abc-123" }, ...more }) as unknown as IncomingMessage;
-	const answer = (more: object = {}) => ({ statusCode: 200, writableFinished: true, ...more }) as unknown as ServerResponse;
+	const answer = (more: object = {}) =>
+		({ statusCode: 200, headersSent: true, writableFinished: true, ...more }) as unknown as ServerResponse;
 
 	test("the request's id, method, URL, alias, status and time", () => {
 		const req = request({ originalUrl: "/game/catan?x=1", $alias: { fullPath: "/game/:query" } });
@@ -303,6 +304,13 @@ describe("accessEntry", () => {
 		expect(accessEntry(request({}), answer({ statusCode: 404, writableFinished: false }), 1)).toMatchObject({
 			path: "none",
 			status: 404,
+			aborted: true,
+		});
+	});
+
+	test("a request the client left before any answer is 499, not the 200 Node holds until an answer is written", () => {
+		expect(accessEntry(request({}), answer({ headersSent: false, writableFinished: false }), 1)).toMatchObject({
+			status: 499,
 			aborted: true,
 		});
 	});
