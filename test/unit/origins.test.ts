@@ -5,10 +5,11 @@ import { UnlistedOrigins } from "../../lib/http/origins";
 
 function warnings(origins: string[] = []) {
 	const lines: string[] = [];
-	const log = new UnlistedOrigins({ warn: (line: string) => lines.push(line) }, origins);
+	const clock = { now: 0 };
+	const log = new UnlistedOrigins({ warn: (line: string) => lines.push(line) }, origins, () => clock.now);
 	const host = "catalogue.example:3000";
 	const from = (origin?: string) => log.note({ headers: origin === undefined ? { host } : { origin, host } } as IncomingMessage);
-	return { lines, from };
+	return { lines, from, clock };
 }
 
 test("each origin is told of once, however often it calls", () => {
@@ -20,13 +21,30 @@ test("each origin is told of once, however often it calls", () => {
 });
 
 test("endless distinct origins are remembered 256 at a time: the least recent is forgotten and told of again", () => {
-	const { lines, from } = warnings();
-	for (let i = 0; i < 300; i++) from(`https://site-${i}.example`);
+	const { lines, from, clock } = warnings();
+	for (let i = 0; i < 300; i++) {
+		clock.now += 60_000;
+		from(`https://site-${i}.example`);
+	}
 	expect(lines).toHaveLength(300);
 	from("https://site-299.example");
 	expect(lines).toHaveLength(300);
+	clock.now += 60_000;
 	from("https://site-0.example");
 	expect(lines).toHaveLength(301);
+});
+
+test("a client sending a new Origin with each request gets 20 lines a minute, and the next minute's first counts the rest", () => {
+	const { lines, from, clock } = warnings();
+	for (let i = 0; i < 600; i++) from(`http://o${i}.example`);
+	expect(lines).toHaveLength(20);
+	clock.now += 60_000;
+	from("http://late.example");
+	expect(lines).toHaveLength(21);
+	expect(lines[20]).toMatch(/^A browser at http:\/\/late\.example called .* \(580 more origins were not told of in the minute before\)$/);
+	// Those not told of are told of when they call again, once lines are free.
+	from("http://o599.example");
+	expect(lines[21]).toContain("http://o599.example");
 });
 
 test("listed origins, *, requests without an Origin and, with CORS_ORIGINS unset, the gateway's own origin are not told of", () => {
