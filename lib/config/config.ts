@@ -221,10 +221,11 @@ function apiToken(value: string | undefined): string | null {
 const HTTP_URL = /^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/;
 
 /** An http:// URL whose host is not this machine: what it fetches could be replaced on the way. */
-const remoteHttp = (url: string) =>
-	url.startsWith("http://") &&
-	!["localhost", "127.0.0.1", "[::1]"].includes(new URL(url).hostname) &&
-	!/^127\./.test(new URL(url).hostname);
+function remoteHttp(url: string): boolean {
+	if (!url.startsWith("http://")) return false;
+	const host = new URL(url).hostname;
+	return host !== "localhost" && host !== "[::1]" && !/^127\./.test(host);
+}
 
 /**
  * The AUTH_* variables: all of them need AUTH_ISSUER, and AUTH_ISSUER needs AUTH_AUDIENCE. In production the provider is reached over

@@ -126,8 +126,8 @@ export class ChangeStream {
 		if (!this.follows.has(service) || change.seq <= this.position[service]) return;
 		this.position[service] = change.seq;
 		// Who made a change is for signed-in readers: a public feed would tell anyone the editors' names (a `sub` may be an email).
-		const { subject: _, ...unsigned } = change;
-		this.write(frame(undefined, positionText(this.position), this.reader.signedIn ? change : unsigned));
+		const shown = this.reader.signedIn || change.subject === undefined ? change : { ...change, subject: undefined };
+		this.write(frame(undefined, positionText(this.position), shown));
 	}
 
 	/** The feed no longer holds the changes after the stream's position in `service`: says so, and carries on from `last`. */
