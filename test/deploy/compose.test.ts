@@ -254,6 +254,16 @@ describe("docker-compose.yml", () => {
 			expect(env.TRANSPORTER).toBe(`nats://${kind}:${NATS_PASSWORDS[passwordVariable(kind)]}@nats:4222`);
 			expect(readConfig({ NATS_ACCESS: env.NATS_ACCESS }).natsAccess).toBe(true);
 			expect(env.REDIS_URL).toBe(`redis://:${CREDENTIALS.REDIS_PASSWORD}@redis:6379`);
+		}
+	});
+
+	test("only the data services hold the MongoDB user's password: the gateway and the REPL keep no records", () => {
+		const holders = Object.entries(compose.services)
+			.filter(([, service]) => "MONGO_URI" in environment(service))
+			.map(([name]) => name);
+		expect(holders.sort()).toEqual(["authors", "categories", "games"]);
+		for (const name of holders) {
+			const env = interpolated(compose.services[name]);
 			expect(env.MONGO_URI).toBe(`mongodb://catalogue:${CREDENTIALS.MONGO_APP_PASSWORD}@mongo:27017/catalogue?authSource=catalogue`);
 			expect(readConfig({ MONGO_URI: env.MONGO_URI, TRANSPORTER: env.TRANSPORTER }).mongoUri).toBe(env.MONGO_URI);
 		}
@@ -311,11 +321,10 @@ describe("docker-compose.yml", () => {
 		}
 	});
 
-	test("the nodes reach nats, mongo and redis (their shared cache) by service name once all are healthy", () => {
+	test("the nodes reach nats and redis (their shared cache) by service name once all are healthy", () => {
 		for (const [, service] of nodes) {
 			const env = interpolated(service);
 			expect(new URL(env.TRANSPORTER).host).toBe("nats:4222");
-			expect(new URL(env.MONGO_URI).host).toBe("mongo:27017");
 			expect(new URL(env.REDIS_URL).host).toBe("redis:6379");
 			expect(readConfig({ REDIS_URL: env.REDIS_URL }).redisUrl).toBe(env.REDIS_URL);
 			expect(service.depends_on).toEqual({

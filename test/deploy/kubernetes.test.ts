@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse, parseAllDocuments } from "yaml";
-import { SERVICE_NAMES } from "../../lib/catalogue/services";
+import { DATA_SERVICE_NAMES, SERVICE_NAMES } from "../../lib/catalogue/services";
 import { helmAuthorization, NODE_KINDS, passwordVariable } from "../../lib/config/broker-access";
 import { readConfig } from "../../lib/config/config";
 import { HTTP_REQUEST_TIME, HTTP_REQUESTS } from "../../lib/http/access-log";
@@ -47,9 +47,15 @@ function schemaProblems(objects: object[]): (string | null)[] {
 
 const ofKind = (objects: KubernetesObject[], kind: string) => objects.filter(object => object.kind === kind);
 
-/** Whether `selector` (matchLabels only, as these manifests write them; `{}` selects all) selects `labels`. */
-const selects = (selector: { matchLabels?: Record<string, string> }, labels: Record<string, string>) =>
-	Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value);
+interface Selector {
+	matchLabels?: Record<string, string>;
+	matchExpressions?: { key: string; operator: "In" | "NotIn"; values: string[] }[];
+}
+
+/** Whether `selector` (matchLabels, and matchExpressions with In or NotIn, as these manifests write them; `{}` selects all) selects `labels`. */
+const selects = (selector: Selector, labels: Record<string, string>) =>
+	Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value) &&
+	(selector.matchExpressions ?? []).every(({ key, operator, values }) => values.includes(labels[key]) === (operator === "In"));
 
 const image = dockerfileStages(read("Dockerfile")).at(-1)!;
 const imageEnv = Object.fromEntries(
@@ -147,18 +153,20 @@ describe("deploy/kubernetes", () => {
 				});
 				// MongoDB stores the records: no SQLite data volume, only a scratch /tmp.
 				expect(container.volumeMounts.map((mount: any) => mount.mountPath)).toEqual(["/tmp"]);
-				expect(env(container).MONGO_URI.valueFrom.secretKeyRef).toBeDefined();
 			}
 			expect(ofKind(objects, "Namespace")[0].metadata.labels).toMatchObject({ "pod-security.kubernetes.io/enforce": "restricted" });
 		});
 
-		test("no Secret is in the manifests, and every credential is a reference to one", () => {
+		test("no Secret is in the manifests, and every credential is a reference to one; only the data services get MongoDB's", () => {
 			expect(ofKind(objects, "Secret")).toEqual([]);
-			const credentials = ["NATS_PASSWORD", "REDIS_PASSWORD", "MONGO_URI"];
+			const credentials = ["NATS_PASSWORD", "REDIS_PASSWORD"];
 			for (const { name, container } of containers) {
-				for (const variable of [...credentials, ...(name === "api" ? ["API_TOKEN"] : [])])
+				for (const variable of [...credentials, ...(name === "api" ? ["API_TOKEN"] : ["MONGO_URI"])])
 					expect(env(container)[variable]).toEqual({ name: variable, valueFrom: { secretKeyRef: expect.any(Object) } });
 			}
+			// The gateway keeps no records: a taken gateway pod holds no database password.
+			const holders = containers.filter(({ container }) => env(container).MONGO_URI).map(({ name }) => name);
+			expect(holders.sort()).toEqual([...DATA_SERVICE_NAMES].sort());
 			expect(Object.keys(settings.data ?? {}).filter(key => /PASS|TOKEN|URI|URL|SECRET/.test(key))).toEqual([]);
 		});
 
@@ -225,7 +233,7 @@ describe("deploy/kubernetes", () => {
 			}
 		});
 
-		test("the NetworkPolicies select every pod: all traffic denied but DNS, NATS, Redis, MongoDB out; HTTP in to api; metrics from monitoring", () => {
+		test("the NetworkPolicies select every pod: all traffic denied but DNS, NATS, Redis out (MongoDB for the data services); HTTP in to api; metrics from monitoring", () => {
 			const policies = ofKind(objects, "NetworkPolicy");
 			for (const { name, labels } of pods) {
 				const applying = policies.filter(policy => selects(policy.spec.podSelector, labels));
@@ -237,7 +245,7 @@ describe("deploy/kubernetes", () => {
 				const egress = applying
 					.flatMap(policy => policy.spec.egress ?? [])
 					.flatMap((rule: any) => rule.ports.map((port: any) => port.port));
-				expect(egress.sort()).toEqual([27017, 4222, 53, 53, 6379]);
+				expect(egress.sort()).toEqual(name === "api" ? [4222, 53, 53, 6379] : [27017, 4222, 53, 53, 6379]);
 				const ingress = applying.flatMap(policy => policy.spec.ingress ?? []);
 				const fromAnywhere = ingress
 					.filter((rule: any) => !rule.from)
@@ -256,6 +264,20 @@ describe("deploy/kubernetes", () => {
 			const { version } = JSON.parse(read("package.json"));
 			for (const { container } of containers) expect(container.image).toBe(`registry.example.com/game-catalogue:${version}`);
 		});
+	});
+
+	test("docs/kubernetes.md's policy for sign-in is valid and lets the gateway alone out, to HTTPS only", () => {
+		const blocks = [...read("docs/kubernetes.md").matchAll(/```yaml\n([\s\S]*?)```/g)].map(
+			([, text]) => parse(text) as KubernetesObject,
+		);
+		const policy = blocks.find(block => block.kind === "NetworkPolicy")!;
+		expect(schemaProblems([policy])).toEqual([null]);
+		expect(policy.metadata.namespace).toBe(ofKind(layouts.base, "Deployment")[0].metadata.namespace);
+		const chosen = ofKind(layouts.base, "Deployment")
+			.filter(deployment => selects(policy.spec.podSelector, deployment.spec.template.metadata.labels))
+			.map(deployment => deployment.metadata.name);
+		expect(chosen).toEqual(["api"]);
+		expect(policy.spec.egress.flatMap((rule: any) => rule.ports)).toEqual([{ protocol: "TCP", port: 443 }]);
 	});
 
 	test("the production overlay changes only what it says: replicas, autoscaling bounds, log level, origins, TLS", () => {
