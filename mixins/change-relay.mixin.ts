@@ -129,7 +129,7 @@ export function changeRelay(kind: Kind) {
 					this.noteOutbox(outbox);
 					if (outbox.changes.length === 0) return;
 					if (!relay.streamMade) {
-						await ensureStream(await nats.jetstreamManager());
+						await ensureStream(await nats.jetstreamManager(), config.feedReplicas);
 						relay.streamMade = true;
 					}
 					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);

@@ -58,6 +58,11 @@ export interface CatalogueConfig {
 	/** Whether writes are recorded in the change feed (`CHANGE_FEED`, `on` or `off`, default on; docs/followers.md). */
 	changeFeed: boolean;
 	/**
+	 * How many NATS servers keep the cluster's change stream (`CHANGE_FEED_REPLICAS`, 1 to 5, default 1): with 3 on a NATS cluster of
+	 * 3, the feed takes writes with one server down (docs/followers.md).
+	 */
+	feedReplicas: number;
+	/**
 	 * Whether the cluster's NATS has nats-access.conf's rules (`NATS_ACCESS`, `on` or `off`, default off): the node then names
 	 * itself by its kind, logs in as it, and NATS balances its calls per action (docs/security.md, "The broker").
 	 */
@@ -320,6 +325,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		logFormat: format,
 		tracing: tracing(env.TRACE_EXPORTER, env.ZIPKIN_URL, format),
 		changeFeed: oneOf("CHANGE_FEED", env.CHANGE_FEED || "on", ["on", "off"] as const) === "on",
+		feedReplicas: wholeNumber("CHANGE_FEED_REPLICAS", env.CHANGE_FEED_REPLICAS || "1", 1, 5),
 		natsAccess: oneOf("NATS_ACCESS", env.NATS_ACCESS || "off", ["on", "off"] as const) === "on",
 	};
 }

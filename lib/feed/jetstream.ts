@@ -22,13 +22,15 @@ const DUPLICATE_WINDOW_MS = 15 * 60_000;
 /** How long one publish waits for JetStream's acknowledgement. */
 const PUBLISH_TIMEOUT_MS = 5000;
 
-const streamConfig: Partial<StreamConfig> = {
+/** The stream's configuration, kept by `replicas` NATS servers (CHANGE_FEED_REPLICAS). */
+const streamConfig = (replicas: number): Partial<StreamConfig> => ({
 	name: CHANGES_STREAM,
 	subjects: [CHANGES_SUBJECTS],
 	max_age: nanos(FEED_RETENTION.maxAgeMs),
 	max_bytes: STREAM_MAX_BYTES,
 	duplicate_window: nanos(DUPLICATE_WINDOW_MS),
-};
+	num_replicas: replicas,
+});
 
 /**
  * Each durable consumer of the stream and its lag: the changes stored that it has not acknowledged yet (not delivered, or delivered
@@ -41,11 +43,14 @@ export async function consumerLags(jsm: JetStreamManager): Promise<{ consumer: s
 	return lags;
 }
 
-/** Makes the stream, or brings an existing one to this configuration. */
-export async function ensureStream(jsm: JetStreamManager): Promise<void> {
+/**
+ * Makes the stream, or brings an existing one to this configuration: JetStream copies an existing stream to the servers a raised
+ * `replicas` adds. A lone server refuses more than 1, and the relay reports its words (readiness, the log).
+ */
+export async function ensureStream(jsm: JetStreamManager, replicas: number): Promise<void> {
 	const existing = await jsm.streams.info(CHANGES_STREAM).catch(() => undefined);
-	if (existing) await jsm.streams.update(CHANGES_STREAM, { ...existing.config, ...streamConfig });
-	else await jsm.streams.add(streamConfig);
+	if (existing) await jsm.streams.update(CHANGES_STREAM, { ...existing.config, ...streamConfig(replicas) });
+	else await jsm.streams.add(streamConfig(replicas));
 }
 
 /**

@@ -135,6 +135,12 @@ describe("deploy/kubernetes", () => {
 			}
 		});
 
+		test("the change stream is kept by as many NATS servers as the chart runs, so the feed outlives one server's loss", () => {
+			const values = parse(read("deploy/kubernetes/charts/nats-values.yaml")) as { config: { cluster: { replicas: number } } };
+			expect(values.config.cluster.replicas).toBe(3);
+			expect(readConfig(settings.data).feedReplicas).toBe(values.config.cluster.replicas);
+		});
+
 		test("the gateway knows a client by the address the Ingress controller forwarded: one hop of X-Forwarded-For (TRUST_PROXY=1)", () => {
 			expect(readConfig(settings.data).trustProxy).toEqual({ hops: 1 });
 		});

@@ -32,6 +32,7 @@ describe("readConfig", () => {
 			logFormat: "text",
 			tracing: null,
 			changeFeed: true,
+			feedReplicas: 1,
 			natsAccess: false,
 		});
 	});
@@ -67,6 +68,7 @@ describe("readConfig", () => {
 			TRACE_EXPORTER: "zipkin",
 			ZIPKIN_URL: "http://zipkin:9411/",
 			CHANGE_FEED: "off",
+			CHANGE_FEED_REPLICAS: "3",
 			NATS_ACCESS: "on",
 		});
 		expect(config).toEqual({
@@ -96,6 +98,7 @@ describe("readConfig", () => {
 			logFormat: "text",
 			tracing: { exporter: "zipkin", url: "http://zipkin:9411" },
 			changeFeed: false,
+			feedReplicas: 3,
 			natsAccess: true,
 		});
 	});
@@ -171,6 +174,8 @@ describe("readConfig", () => {
 		[{ METRICS_PORT: "metrics" }, /METRICS_PORT must be a whole number from 1 to 65535/],
 		[{ LOG_FORMAT: "yaml" }, /LOG_FORMAT must be one of json, text; got "yaml"/],
 		[{ CHANGE_FEED: "false" }, /CHANGE_FEED must be one of on, off; got "false"/],
+		[{ CHANGE_FEED_REPLICAS: "6" }, /CHANGE_FEED_REPLICAS must be a whole number from 1 to 5; got "6"/],
+		[{ CHANGE_FEED_REPLICAS: "0" }, /CHANGE_FEED_REPLICAS must be a whole number from 1 to 5; got "0"/],
 		[{ NATS_ACCESS: "yes" }, /NATS_ACCESS must be one of on, off; got "yes"/],
 		[{ TRACE_EXPORTER: "jaeger" }, /TRACE_EXPORTER must be one of zipkin, console; got "jaeger"/],
 		[{ TRACE_EXPORTER: "zipkin" }, /TRACE_EXPORTER=zipkin needs ZIPKIN_URL/],
