@@ -4,7 +4,7 @@ import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { config, type CatalogueConfig } from "../lib/config/config";
 import { DATA_SERVICE_NAMES } from "../lib/catalogue/services";
 import { generationNews } from "../mixins/cache.mixin";
-import { observeRequests, requestFields } from "../lib/http/access-log";
+import { maskedUrl, observeRequests, requestFields } from "../lib/http/access-log";
 import { clientAddressOf, isTrustedProxy } from "../lib/http/client-address";
 import { boundedServer, limitConnectionsPerClient } from "../lib/http/connections";
 import { RefusalLog } from "../lib/http/refusals";
@@ -69,6 +69,9 @@ export const OPEN_WRITES_WARNING =
 	"Writes are open: NODE_ENV=production, and neither API_TOKEN nor AUTH_ISSUER, so anyone who reaches this gateway can create, change and delete records. " +
 	"Set API_TOKEN to a secret of 16 or more characters to require Authorization: Bearer <token> on every PUT and DELETE, " +
 	"or AUTH_ISSUER and AUTH_AUDIENCE to require a signed-in editor (docs/security.md).";
+
+/** The HTTP request of moleculer-web's `rest` action. */
+const requestOf = (ctx: Context) => (ctx.params as { req: IncomingMessage }).req;
 
 /** The gateway, with `options.apiToken` kept in this closure: settings travel to every node. */
 export function apiService(options: GatewayOptions = config): ServiceSchema<ApiSettingsSchema> {
@@ -181,6 +184,15 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			},
 		},
 		actions: {
+			// A request's span: moleculer-web's names it by the URL and tags the URL as sent, so a secret in a query would reach the
+			// trace store. Here it is named by method and path, and tagged with the URL as the access log writes it.
+			rest: {
+				tracing: {
+					spanName: (ctx: Context) => `${requestOf(ctx).method} ${requestOf(ctx).url?.split("?", 1)[0]}`,
+					tags: (ctx: Context) => ({ params: { req: { method: requestOf(ctx).method, url: maskedUrl(requestOf(ctx).url) } } }),
+				},
+			},
+
 			// { status: "live" } while the process answers at all: the answer of HEALTH_PORT's probe.
 			live: {
 				visibility: "published",

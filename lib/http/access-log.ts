@@ -42,11 +42,15 @@ type RoutedRequest = IncomingMessage & {
 /** Query parameters whose names say they carry a secret (`access_token`, `api_key`, `code`, `password`, `signature`...). */
 const SECRET_PARAMETER = /token|key|code|secret|passw|auth|sig|session|cookie|credential/i;
 
+/** Whether a parameter's name says it carries a secret: its value is written `***` in logs and traces. */
+export const isSecretName = (name: string) => SECRET_PARAMETER.test(name);
+
 /**
- * The URL as logged: the values of the query's secret-looking parameters written `***`. The gateway reads no credential from a URL,
- * but a client may send one there (a browser's EventSource cannot set headers), and a log is read by more people than the token's owner.
+ * The URL as logged and traced: the values of the query's secret-looking parameters written `***`. The gateway reads no credential
+ * from a URL, but a client may send one there (a browser's EventSource cannot set headers), and a log or a trace store is read by
+ * more people than the token's owner.
  */
-function loggedUrl(url: string | undefined): string | undefined {
+export function maskedUrl(url: string | undefined): string | undefined {
 	const at = url?.indexOf("?") ?? -1;
 	if (url === undefined || at === -1) return url;
 	const masked = url
@@ -60,7 +64,7 @@ function loggedUrl(url: string | undefined): string | undefined {
 			} catch {
 				// A name that is not valid percent-encoding is matched as sent.
 			}
-			return SECRET_PARAMETER.test(decoded) && pair.includes("=") ? `${name}=***` : pair;
+			return isSecretName(decoded) && pair.includes("=") ? `${name}=***` : pair;
 		});
 	return `${url.slice(0, at)}?${masked.join("&")}`;
 }
@@ -72,7 +76,7 @@ export function accessEntry(req: IncomingMessage, res: ServerResponse, durationM
 	return {
 		...requestFields(req),
 		method: req.method,
-		url: loggedUrl(originalUrl ?? req.url),
+		url: maskedUrl(originalUrl ?? req.url),
 		path: $alias?.fullPath ?? UNROUTED,
 		// Left before any answer: nginx's 499, not the 200 Node's response holds until one is written.
 		status: res.headersSent ? res.statusCode : CLIENT_LEFT,

@@ -1,9 +1,18 @@
 import { createHash } from "node:crypto";
 import { format, inspect } from "node:util";
 import type { Server } from "node:http";
-import { Loggers, MetricReporters, TracerExporters, type BrokerOptions, type MetricRegistry, type TracerOptions } from "moleculer";
+import {
+	Loggers,
+	MetricReporters,
+	TracerExporters,
+	type BrokerOptions,
+	type Context,
+	type MetricRegistry,
+	type TracerOptions,
+} from "moleculer";
 import type { CatalogueConfig } from "../config/config";
 import { portInUse } from "../config/start-failures";
+import { isSecretName } from "../http/access-log";
 
 /** Where Prometheus scrapes a node: METRICS_PORT, this path. */
 const METRICS_PATH = "/metrics";
@@ -160,11 +169,28 @@ class ConsoleExporter extends TracerExporters.Console {
 	}
 }
 
+/**
+ * `value` with the values of secret-looking names (isSecretName) written `***`, in plain objects and arrays at any depth: the
+ * gateway hands a query's parameters to the action, and a client may send a token there.
+ */
+function maskedSecrets(value: unknown): unknown {
+	if (Array.isArray(value)) return value.map(maskedSecrets);
+	if (value === null || typeof value !== "object") return value;
+	const prototype: unknown = Object.getPrototypeOf(value);
+	if (prototype !== Object.prototype && prototype !== null) return value;
+	return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, isSecretName(key) ? "***" : maskedSecrets(inner)]));
+}
+
 /** Every request traced, its spans sent where TRACE_EXPORTER says; off without it. */
 export function tracingOptions({ tracing }: Pick<CatalogueConfig, "tracing">): BrokerOptions["tracing"] {
 	if (tracing === null) return undefined;
-	// Every action's span names who sent the request (ctx.meta.user, lib/sign-in/sign-in.ts) beside its params.
-	const tags = { action: { params: true, meta: ["user"] } };
+	// Every action's span names who sent the request (ctx.meta.user, lib/sign-in/sign-in.ts) beside its params, secrets masked.
+	const tags = {
+		action: (ctx: Context) => {
+			const { user } = ctx.meta as { user?: unknown };
+			return { params: maskedSecrets(ctx.params), meta: user === undefined ? {} : { user } };
+		},
+	};
 	// moleculer takes an exporter object as it takes a type name (tracing/exporters resolve()); its typings list only the names.
 	const exporter = (tracing.exporter === "console"
 		? new ConsoleExporter({})

@@ -93,7 +93,7 @@ describe("broker options from the configuration", () => {
 });
 
 describe("a request's spans: its id is their trace id (docs/observability.md)", () => {
-	type Span = { name: string; traceID: string; tags: { requestID?: string } };
+	type Span = { name: string; traceID: string; tags: { requestID?: string; params?: unknown } };
 	const spans: Span[] = [];
 	const printed: string[] = [];
 	let broker: ServiceBroker;
@@ -148,6 +148,19 @@ describe("a request's spans: its id is their trace id (docs/observability.md)", 
 		const ofRequest = await spansOf(requestId);
 		expect(ofRequest.map(span => span.name)).toContain("action 'authors.list'");
 		expect(new Set(ofRequest.map(span => span.traceID))).toEqual(new Set([requestId]));
+	});
+
+	test("a secret in the query reaches no span: the request's span is named by method and path, its URL tag masked as the log's", async () => {
+		const secret = "s3cret-token-value";
+		const answer = await gatewayApi(broker).send("GET", `/category?access_token=${secret}&page=1`, undefined, undefined, {
+			"X-Request-ID": "trace-me-secret",
+		});
+		expect(answer.status).toBe(200);
+		const ofRequest = await spansOf("trace-me-secret");
+		expect(JSON.stringify(ofRequest)).not.toContain(secret);
+		const request = ofRequest.find(span => span.name.startsWith("GET"))!;
+		expect(request.name).toBe("GET /category");
+		expect(request.tags).toMatchObject({ params: { req: { method: "GET", url: "/category?access_token=***&page=1" } } });
 	});
 
 	test("TRACE_EXPORTER=console heads each request's tree with its trace id, the request id", async () => {
