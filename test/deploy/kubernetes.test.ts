@@ -145,6 +145,14 @@ describe("deploy/kubernetes", () => {
 			expect(readConfig(settings.data).trustProxy).toEqual({ hops: 1 });
 		});
 
+		test("the Ingress controller bounds each client's connections as the gateway would: the gateway, trusting it, bounds none", () => {
+			const [ingress] = ofKind(objects, "Ingress");
+			expect(ingress.spec.ingressClassName).toBe("nginx");
+			const bound = ingress.metadata.annotations?.["nginx.ingress.kubernetes.io/limit-connections"];
+			expect(Number(bound)).toBe(readConfig({}).connections.perClient);
+			expect(readConfig(settings.data).trustProxy).toEqual({ hops: 1 });
+		});
+
 		test("the gateway pauses before it stops, so the Service stops sending it connections first", () => {
 			expect(containers.find(({ name }) => name === "api")!.container.lifecycle.preStop.sleep.seconds).toBeGreaterThan(0);
 		});
