@@ -187,15 +187,24 @@ describe("deploy/kubernetes", () => {
 		test("each node logs in to NATS as its own kind, with its own password, under the access rules (NATS_ACCESS=on)", () => {
 			expect(settings.data?.NATS_ACCESS).toBe("on");
 			for (const { name, container } of containers) {
-				const variables = container.env.map((variable: any) => variable.name);
 				expect(env(container).NATS_USER).toEqual({ name: "NATS_USER", value: name });
 				expect(env(container).NATS_PASSWORD.valueFrom.secretKeyRef).toEqual({ name: "catalogue-nats", key: name });
 				expect(env(container).TRANSPORTER.value).toBe("nats://$(NATS_USER):$(NATS_PASSWORD)@$(NATS_HOST)");
-				// Kubernetes expands $(VAR) only of a variable defined above it.
-				expect(variables.indexOf("TRANSPORTER")).toBeGreaterThan(
-					Math.max(variables.indexOf("NATS_USER"), variables.indexOf("NATS_PASSWORD")),
-				);
 			}
+		});
+
+		test("every $(VAR) in a node's environment names a variable Kubernetes has defined by then: the settings', or one above it", () => {
+			for (const { container } of containers) {
+				const defined = new Set(Object.keys(settings.data ?? {}));
+				const undefinedReferences: string[] = [];
+				for (const { name, value } of container.env as { name: string; value?: string }[]) {
+					for (const [, reference] of (value ?? "").matchAll(/\$\((\w+)\)/g))
+						if (!defined.has(reference)) undefinedReferences.push(`${name} uses $(${reference})`);
+					defined.add(name);
+				}
+				expect(undefinedReferences).toEqual([]);
+			}
+			expect(containers.every(({ container }) => env(container).REDIS_URL.value.includes("$(REDIS_HOST)"))).toBe(true);
 		});
 
 		test("memory requests and limits from the benchmark's RSS per process (docs/performance.md, Growth, distributed)", () => {
