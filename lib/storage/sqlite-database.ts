@@ -353,6 +353,11 @@ export function readSnapshot(dataDir: string): () => void {
 /** A connection that only reads the database of `dataDir`, beside any process that writes it; throws when there is none. */
 export function openForReading(dataDir: string): DatabaseSync {
 	const file = databaseFile(path.resolve(dataDir));
+	// Run where the records are not (a REPL joined to a cluster from another host or container, a mistyped DATA_DIR).
+	if (!existsSync(file))
+		throw new UnusableDataDir(
+			`${file} cannot be read: no catalogue database is there. DATA_DIR must name the folder where the catalogue keeps its records, on this machine.`,
+		);
 	try {
 		const db = connect(file, { readOnly: true });
 		prepare(db, file, true);

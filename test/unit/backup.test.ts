@@ -130,7 +130,9 @@ test("another catalogue's data folder (one that holds its lock) is refused as th
 test("a folder without a catalogue database is refused, naming the file", async () => {
 	const empty = path.join(root, "empty");
 	mkdirSync(empty);
-	await expect(backupDataDir(empty, target)).rejects.toThrow(`${path.join(empty, DATABASE_FILE)} cannot be read`);
+	await expect(backupDataDir(empty, target)).rejects.toThrow(
+		`${path.join(empty, DATABASE_FILE)} cannot be read: no catalogue database is there. DATA_DIR must name the folder where the catalogue keeps its records, on this machine.`,
+	);
 	expect(readdirSync(empty)).toEqual([]);
 });
 
