@@ -49,6 +49,8 @@ describe("the docs page in Chromium", () => {
 		);
 
 		const page = await browser.newPage();
+		// A step that hangs fails naming its locator, within the test's time.
+		page.setDefaultTimeout(15_000);
 		const problems = watch(page);
 		// Without the trailing slash, as a developer types it.
 		const answer = await page.goto(`${catalogue.api.url}/docs`);
@@ -105,6 +107,8 @@ describe("the docs page in Chromium", () => {
 		try {
 			const token = await provider.token({ subject: "docs-editor", claims: { roles: ["catalogue-editor"] } });
 			const page = await browser.newPage();
+			// A step that hangs fails naming its locator, within the test's time.
+			page.setDefaultTimeout(15_000);
 			const problems = watch(page);
 			await page.goto(`${signedIn.api.url}/docs/`);
 			// With sign-in, reads public: a lock on each write (PUT, DELETE), none on a read.
@@ -132,5 +136,5 @@ describe("the docs page in Chromium", () => {
 			await signedIn.stop();
 			await provider.stop();
 		}
-	}, 60_000);
+	}, 90_000);
 });
