@@ -9,17 +9,11 @@ import AuthorsService from "../../services/authors.service";
 import CategoriesService from "../../services/categories.service";
 import GamesService from "../../services/games.service";
 import { startNats, startNatsCluster, type NatsCluster } from "../support/nats";
+import { waitFor } from "../support/process";
 
 // The change stream's replicas (CHANGE_FEED_REPLICAS, docs/followers.md): on a NATS cluster of three servers, a stream kept by all
 // three takes the feed's changes with any one of them down, the one that led it included. A stream made before with one replica is
 // raised by the relay; a lone server refuses more than one, in words the relay reports.
-
-async function until(what: string, condition: () => Promise<boolean>, ms: number): Promise<void> {
-	for (const deadline = Date.now() + ms; !(await condition().catch(() => false));) {
-		if (Date.now() > deadline) throw new Error(`not ${what} within ${ms} ms`);
-		await new Promise(resolve => setTimeout(resolve, 100));
-	}
-}
 
 describe("on a NATS cluster of three, CHANGE_FEED_REPLICAS=3", () => {
 	let cluster: NatsCluster;
@@ -32,9 +26,10 @@ describe("on a NATS cluster of three, CHANGE_FEED_REPLICAS=3", () => {
 		const servers = cluster.servers.map(server => server.url);
 		// A stream made by an earlier version, or with the default: one replica.
 		client = await connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
-		await until(
+		await waitFor(
 			"JetStream has a meta leader",
 			async () => (await (await client.jetstreamManager()).getAccountInfo()) !== undefined,
+			[],
 			20_000,
 		);
 		await ensureStream(await client.jetstreamManager(), 1);
@@ -58,9 +53,10 @@ describe("on a NATS cluster of three, CHANGE_FEED_REPLICAS=3", () => {
 	test("the relay raises the stream to three replicas, and it takes changes with the server that led it stopped", async () => {
 		const jsm = await client.jetstreamManager();
 		await broker.call("categories.create", { name: "Before" });
-		await until(
+		await waitFor(
 			"the stream is kept by three servers",
 			async () => (await jsm.streams.info(CHANGES_STREAM)).cluster?.replicas?.filter(replica => replica.current).length === 2,
+			[],
 			20_000,
 		);
 		const info = await jsm.streams.info(CHANGES_STREAM);
@@ -69,12 +65,13 @@ describe("on a NATS cluster of three, CHANGE_FEED_REPLICAS=3", () => {
 		const leader = cluster.servers[Number(info.cluster!.leader!.replace("catalogue-test-", ""))];
 		await leader.stop();
 		const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "With its leader down" });
-		await until(
+		await waitFor(
 			"the change is in the stream",
 			async () => {
 				const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
 				return last.json<Change>().record.id === category.id;
 			},
+			[],
 			20_000,
 		);
 	}, 60_000);
