@@ -53,19 +53,33 @@ export function generationNews(services?: readonly string[]): Partial<ServiceSch
 	} as Partial<ServiceSchema>;
 }
 
+/** Moves `service`'s generation on; when Redis does not take it, the nodes that read its answers are told to keep off them until it has. */
+async function moveOn(service: Service): Promise<void> {
+	const cache = answerCacheOf(service.broker);
+	if (!cache || (await cache.nextGeneration(service.name))) return;
+	await service.broker.broadcast(staleNews(service.name), {}).catch((err: Error) => {
+		service.logger.warn(`Could not tell the other nodes that ${service.name}'s cached answers are stale: ${err.message}`);
+	});
+}
+
 /**
  * For a catalogue service: `clearCache`, which moleculer-db calls after every write, moves the
- * service's generation on before the write answers. When Redis does not take it, the nodes that
- * read the service's answers are told to keep off them until it has.
+ * service's generation on before the write answers.
+ *
+ * Each start moves it on too, before the service takes a request: a replica killed between a
+ * write's commit and its move left answers from before that write current, and its next start
+ * (its supervisor's restart) makes them unreachable.
  */
 export const generationsMoveOn: Partial<ServiceSchema> = {
+	async started(this: Service) {
+		// Once Redis answers, so that the move is made before the service is known to take requests, not owed.
+		const { cacher } = this.broker;
+		if (cacher instanceof RedisAnswers) await cacher.epochAtStart();
+		await moveOn(this);
+	},
 	methods: {
-		async clearCache(this: Service): Promise<void> {
-			const cache = answerCacheOf(this.broker);
-			if (!cache || (await cache.nextGeneration(this.name))) return;
-			await this.broker.broadcast(staleNews(this.name), {}).catch((err: Error) => {
-				this.logger.warn(`Could not tell the other nodes that ${this.name}'s cached answers are stale: ${err.message}`);
-			});
+		clearCache(this: Service): Promise<void> {
+			return moveOn(this);
 		},
 	},
 };

@@ -5,6 +5,7 @@ import Redis from "ioredis";
 import { ServiceBroker } from "moleculer";
 import { generationsKey } from "../../lib/cache/keys";
 import { RedisAnswers } from "../../lib/cache/redis-cacher";
+import { generationsMoveOn } from "../../mixins/cache.mixin";
 import { waitFor } from "../support/process";
 import { startRedis, type RedisServer } from "../support/redis";
 
@@ -18,10 +19,14 @@ let dir: string;
 let admin: Redis;
 let brokers: ServiceBroker[] = [];
 
-/** A node with the shared cache: its own broker, no transporter, so it hears nothing from the other. */
-async function node(): Promise<RedisAnswers> {
+/**
+ * A node with the shared cache: its own broker, no transporter, so it hears nothing from the other. With `writes`, it runs a service
+ * of that name whose generation moves as a catalogue service's does (mixins/cache.mixin.ts generationsMoveOn).
+ */
+async function node(writes?: string): Promise<RedisAnswers> {
 	const cacher = new RedisAnswers({ redis: redis.url, ttl: 60, nearBytes: 1024 * 1024, nearEntryBytes: 128 * 1024 });
 	const broker = new ServiceBroker({ logger: false, namespace: NAMESPACE, cacher });
+	if (writes) broker.createService({ name: writes, mixins: [generationsMoveOn] });
 	await broker.start();
 	brokers.push(broker);
 	await cacher.checkEpoch();
@@ -141,6 +146,19 @@ test("a lookup asked after the same lookup was sent does not join it, so a write
 	const second = await games(reader);
 	release();
 	expect(second!.key).not.toBe((await first)!.key);
+});
+
+test("a writer killed between a write's commit and its move: the next start of the service makes the answers from before it unreachable", async () => {
+	const reader = await node();
+	await node("games");
+	const { key } = (await games(reader))!;
+	await reader.keep("games.list:{}", key, kept);
+	// A write commits, and its node dies before its HINCRBY: nothing moved, the answer from before it is current.
+	expect((await games(reader))!.answer).toEqual(kept);
+	await node("games");
+	const found = (await games(reader))!;
+	expect(found.key).not.toBe(key);
+	expect(found.answer).toBeUndefined();
 });
 
 test("Redis restored from a snapshot older than a write: a new epoch, so the answer kept before the write is not reached", async () => {
