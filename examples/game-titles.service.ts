@@ -47,10 +47,13 @@ export function gameTitles(file: string): ServiceSchema<ServiceSettingSchema, Fo
 					if (page.changes.length < 500) return;
 				}
 			},
-			/** The feed's position first, then every game: a change after that position is read from the feed again. */
+			/**
+			 * The feed's position first, then every game: a change after that position is read from the feed again. The games from the
+			 * store, not the cache: a write in the feed may not have moved the cached list on yet.
+			 */
 			async fullRead() {
 				const { last }: FeedPage = await this.broker.call("games.changes", { after: 0, limit: 1 });
-				const games: { id: string; title: string }[] = await this.broker.call("games.list", {});
+				const games: { id: string; title: string }[] = await this.broker.call("games.list", {}, { meta: { $cache: false } });
 				copy = { position: last, titles: Object.fromEntries(games.map(game => [game.id, game.title])) };
 				this.save();
 			},

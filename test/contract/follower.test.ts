@@ -1,10 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ServiceBroker } from "moleculer";
+import { ServiceBroker, type Service } from "moleculer";
 import { gameTitles } from "../../examples/game-titles.service";
+import type { FeedPage } from "../../lib/feed/changes";
 import brokerOptions from "../../moleculer.config";
-import { clusterMember, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { clusterMember, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { waitFor } from "../support/process";
 
 // The example follower (examples/game-titles.service.ts) in both layouts: its copy follows the writes, and after its own restart
 // it resumes from the position it kept, without reading every game again. In one broker it runs on the gateway's node; over NATS
@@ -65,4 +67,39 @@ test("the copy follows creates, updates and removes, and resumes after the follo
 	expect(lists.mock.calls.map(([action]) => action)).not.toContain("games.list");
 	lists.mockRestore();
 	await broker.destroyService(follower);
+});
+
+test("a full read made between a write's commit and its cache move still holds that write: the list is not the cached one", async () => {
+	const category = await api.category("Full reads");
+	const author = await api.author("Full reads");
+	await api.game("Listed before", category, author);
+	expect((await api.get("/game")).status).toBe(200);
+	// The games node's move of its generation waits: the write is stored and in the feed, the cached list from before it current.
+	const { cacher } = localService<Service>(catalogue, "games").broker;
+	const moveOn = cacher!.nextGeneration.bind(cacher) as (service: string) => Promise<boolean>;
+	let release!: () => void;
+	const moved = new Promise<void>(resolve => (release = resolve));
+	const held = jest.spyOn(cacher as unknown as { nextGeneration: typeof moveOn }, "nextGeneration");
+	held.mockImplementation(async service => {
+		if (service === "games") await moved;
+		return moveOn(service);
+	});
+	try {
+		const creating = api.game("Written during the read", category, author);
+		await waitFor("the write is in the feed", async () => {
+			const { changes } = await broker.call<FeedPage, object>("games.changes", { after: 0 });
+			return changes.some(change => (change.record as { title?: string }).title === "Written during the read");
+		});
+		rmSync(copyFile, { force: true });
+		const follower = broker.createService(gameTitles(copyFile));
+		await broker.waitForServices("gameTitles");
+		release();
+		const created = await creating;
+		await settled();
+		expect(Object.fromEntries(await copied())).toHaveProperty(created.id, "Written during the read");
+		await broker.destroyService(follower);
+	} finally {
+		release();
+		held.mockRestore();
+	}
 });
