@@ -43,7 +43,9 @@ export const etagOf = (tag: string) => `W/"${tag}"`;
 
 /**
  * The opaque tags an `If-None-Match` header names, as `fresh` compares them (weakly: `W/` is
- * dropped), `*` included; none under `Cache-Control: no-cache`, which asks for the whole answer.
+ * dropped); none under `Cache-Control: no-cache`, which asks for the whole answer. Not `*`: it
+ * matches any answer there is, which a lookup cannot tell before the action has checked its
+ * params (a refused read would be a 304), so the gateway's own check of the 200 answers it.
  */
 export function heldTags(ifNoneMatch: string | undefined, cacheControl: string | undefined): string[] {
 	if (!ifNoneMatch || (cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/.test(cacheControl))) return [];
@@ -55,7 +57,7 @@ export function heldTags(ifNoneMatch: string | undefined, cacheControl: string |
 				.replace(/^W\//, "")
 				.replace(/^"(.*)"$/, "$1"),
 		)
-		.filter(Boolean);
+		.filter(tag => tag !== "" && tag !== "*");
 }
 
 /**

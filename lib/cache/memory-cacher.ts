@@ -52,7 +52,7 @@ export class MemoryAnswers extends Cachers.MemoryLRU implements AnswerCache {
 		);
 		const key = answerKey(this.prefix ?? "", name, stamp);
 		const tag = answerTag(key);
-		if (wish?.held.some(held => held === tag || held === "*")) return Promise.resolve({ key, tag, notModified: true });
+		if (wish?.held.includes(tag)) return Promise.resolve({ key, tag, notModified: true });
 		return Promise.resolve({ key, tag, answer: this.cache.get(key) });
 	}
 

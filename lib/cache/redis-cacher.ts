@@ -43,7 +43,7 @@ for i = 1, n do generations[i] = stored[i + 1] or '0' end
 local key = ARGV[1] .. '@' .. stored[1] .. ':' .. table.concat(generations, '.')
 local tag = redis.sha1hex(key)
 for i = n + 6, #ARGV do
-	if ARGV[i] == tag or ARGV[i] == '*' then return { key, tag, 'not-modified' } end
+	if ARGV[i] == tag then return { key, tag, 'not-modified' } end
 end
 local encoding = ARGV[n + 3]
 if key == ARGV[n + 4] then

@@ -73,6 +73,18 @@ describe("ETag and If-None-Match", () => {
 		expect(json(other)).toHaveLength(12);
 	});
 
+	test("*, as a tag, is a 304 for an answer there is, kept or not; a read its service refuses keeps its 4xx and msg", async () => {
+		for (const path of ["/author/not-an-id", "/category/01JD0000000000000000000000"]) {
+			const plain = await rawGet(path);
+			expect(plain.status).toBeGreaterThanOrEqual(400);
+			const refused = await conditional(path, "*");
+			expect({ path, status: refused.status, body: json(refused) }).toEqual({ path, status: plain.status, body: json(plain) });
+		}
+		await forgetCachedAnswers(catalogue);
+		expect((await conditional("/game", "*")).status).toBe(304);
+		expect((await conditional("/game", "*")).status).toBe(304);
+	});
+
 	test("Cache-Control: no-cache gets the whole answer whatever the tag", async () => {
 		const tag = await tagOf("/game");
 		const answer = await rawGet("/game", { "If-None-Match": tag, "Cache-Control": "no-cache" });
