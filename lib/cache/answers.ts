@@ -60,20 +60,39 @@ export interface CatalogueCache extends ActionCacheOptions {
 /** A cached action as a key is made from it: its name, its rules and where its answers come from. */
 type CachedAction = Pick<ActionSchema, "name" | "params" | "cache">;
 
+/** A fastest-validator rule as far as the key needs it. */
+interface Rule {
+	type?: string;
+	strict?: unknown;
+	props?: Record<string, unknown>;
+	items?: unknown;
+}
+
+/** Of `value`, what `rule` lets through: of an object whose rule removes other keys, the keys it names (each read by its own rule); of a list, each item read by the items' rule. */
+function readBy(rule: unknown, value: unknown): unknown {
+	const { type, strict, props, items } = (rule ?? {}) as Rule;
+	if (type === "array" && Array.isArray(value)) return value.map(item => readBy(items, item));
+	if (type !== "object" || strict !== "remove" || !props || value === null || typeof value !== "object" || Array.isArray(value))
+		return value;
+	const sent = value as Record<string, unknown>;
+	return Object.fromEntries(
+		Object.keys(props)
+			.filter(field => Object.hasOwn(sent, field))
+			.map(field => [field, readBy(props[field], sent[field])]),
+	);
+}
+
 /**
- * Of `params`, the fields the action's rules name: with `$$strict: "remove"` these are all it reads, so other fields stay out of the key.
- * Only the field names are used: a remote action's rules arrive as JSON, without their functions.
+ * Of `params`, the fields the action's rules name, and inside them what their own rules name (`pageable`, its `sort`): with
+ * `$$strict: "remove"` (and `strict: "remove"` inside) these are all it reads, so other fields stay out of the key. Only the rules'
+ * names and shapes are used: a remote action's rules arrive as JSON, without their functions.
  */
 export function fieldsRead(action: CachedAction, params: unknown): Record<string, unknown> {
 	const rules = action.params as Record<string, unknown> | undefined;
 	// Without it, a field the rules do not name would reach the handler but not the key.
 	if (rules?.$$strict !== "remove") throw new Error(`${action.name} is cached, so its params must be declared with $$strict: "remove"`);
-	const sent = (params ?? {}) as Record<string, unknown>;
-	return Object.fromEntries(
-		Object.keys(rules)
-			.filter(field => !field.startsWith("$$") && Object.hasOwn(sent, field))
-			.map(field => [field, sent[field]]),
-	);
+	const props = Object.fromEntries(Object.entries(rules).filter(([field]) => !field.startsWith("$$")));
+	return readBy({ type: "object", strict: "remove", props }, params ?? {}) as Record<string, unknown>;
 }
 
 /** The services a cached action's answers are made of; none for an action that is not cached. */

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ServiceBroker, type Service } from "moleculer";
 import { gameTitles } from "../../examples/game-titles.service";
+import type { AnswerCache } from "../../lib/cache/answers";
 import type { FeedPage } from "../../lib/feed/changes";
 import brokerOptions from "../../moleculer.config";
 import { clusterMember, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
@@ -75,11 +76,11 @@ test("a full read made between a write's commit and its cache move still holds t
 	await api.game("Listed before", category, author);
 	expect((await api.get("/game")).status).toBe(200);
 	// The games node's move of its generation waits: the write is stored and in the feed, the cached list from before it current.
-	const { cacher } = localService<Service>(catalogue, "games").broker;
-	const moveOn = cacher!.nextGeneration.bind(cacher) as (service: string) => Promise<boolean>;
+	const cacher = localService<Service>(catalogue, "games").broker.cacher as unknown as AnswerCache;
+	const moveOn = cacher.nextGeneration.bind(cacher);
 	let release!: () => void;
 	const moved = new Promise<void>(resolve => (release = resolve));
-	const held = jest.spyOn(cacher as unknown as { nextGeneration: typeof moveOn }, "nextGeneration");
+	const held = jest.spyOn(cacher, "nextGeneration");
 	held.mockImplementation(async service => {
 		if (service === "games") await moved;
 		return moveOn(service);

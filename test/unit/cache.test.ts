@@ -127,6 +127,16 @@ describe("fieldsRead", () => {
 		expect(fieldsRead(action, { query: "segment", title: "a", idCategory: "b", junk: 1 })).toEqual({ idCategory: "b", title: "a" });
 	});
 
+	test("inside a field, only what its own rule keeps: an object that removes other keys, each item of a list", () => {
+		const order = { type: "object", strict: "remove", props: { property: "string" } };
+		const pageable = { type: "object", strict: "remove", props: { pageNumber: "number", sort: { type: "array", items: order } } };
+		const loose = { type: "object", props: { a: "number" } };
+		const action = list({ $$strict: "remove", pageable, loose });
+		const sent = { pageable: { pageNumber: 0, junk: 1, sort: [{ property: "title", junk: 2 }] }, loose: { a: 1, b: 2 } };
+		// A rule that keeps other keys passes them to the action, so they stay in the key.
+		expect(fieldsRead(action, sent)).toEqual({ pageable: { pageNumber: 0, sort: [{ property: "title" }] }, loose: { a: 1, b: 2 } });
+	});
+
 	test("a cached action whose rules keep unknown fields is refused: they would reach it but not its key", () => {
 		expect(() => fieldsRead(list({ title: "string" }), {})).toThrow(
 			/games.list is cached, so its params must be declared with \$\$strict: "remove"/,
