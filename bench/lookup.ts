@@ -47,7 +47,11 @@ async function rate(op: (loop: number) => Promise<unknown>, seconds: number, con
 
 /** A node of its own with the shared cache; `cacheMaxBytes` 0 keeps no answer beside Redis. */
 async function node(redisUrl: string, namespace: string, cacheMaxBytes: number): Promise<ServiceBroker> {
-	const broker = new ServiceBroker({ logger: false, namespace, cacher: cacherOptions({ redisUrl, transporter: null, cacheMaxBytes }) });
+	const broker = new ServiceBroker({
+		logger: false,
+		namespace,
+		cacher: cacherOptions({ mongoUri: null, redisUrl, transporter: null, cacheMaxBytes }),
+	});
 	await broker.start();
 	await (broker.cacher as RedisAnswers).checkEpoch();
 	return broker;

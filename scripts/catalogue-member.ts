@@ -14,16 +14,6 @@ import { readSnapshot } from "../lib/storage/sqlite-database";
 export const whereTheCatalogueIs = () =>
 	config.transporter ? "the cluster of TRANSPORTER (joined as the REPL joins it)" : `${describeStorage(config)} (opened here)`;
 
-/**
- * Why the writes of a tool (an import) would not move a running catalogue's cache, or undefined. A catalogue on MongoDB without
- * TRANSPORTER or REDIS_URL keeps its answers in its own memory, and no lock file, as SQLite's, refuses a second process there.
- */
-export const unseenWrites = () =>
-	config.mongoUri && !config.transporter && !config.redisUrl
-		? "A catalogue running on this MongoDB without REDIS_URL keeps its answers in its own memory: it would serve them unchanged " +
-			"until its next write of each kind. Import with it stopped, or join it with TRANSPORTER, or run both with one REDIS_URL."
-		: undefined;
-
 /** What an interrupted tool undoes before it exits: its partial files, its broker. */
 const undoOnInterrupt = new Set<() => unknown>();
 

@@ -6,7 +6,7 @@ import { TRANSFER_BATCH } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/transfer/import";
 import { readLines } from "../lib/transfer/lines";
-import { exitOnSignals, onInterrupt, startMember, unseenWrites, whereTheCatalogueIs } from "./catalogue-member";
+import { exitOnSignals, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
@@ -63,8 +63,6 @@ async function main(): Promise<void> {
 		if (!(await stat(file)).isFile())
 			throw new Error(`${file} is not a file (a pipe, a device or a folder): save the export to a file first`);
 		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
-		const unseen = unseenWrites();
-		if (unseen) console.error(`Warning: ${unseen}`);
 		exitOnSignals(
 			"Import",
 			"part of the file may be in the catalogue; run the same import again to finish it (it creates only what is missing).",

@@ -22,26 +22,24 @@ for (const [name, cacher] of Object.entries(CACHERS)) Cachers.register(name, cac
 /** A cacher by its name above, as broker options take it. */
 const named = (type: keyof typeof CACHERS, options: object) => ({ type, options }) as unknown as BrokerOptions["cacher"];
 
-/** Whether answers are cached in this process's memory alone (no Redis, no cluster), so no other process may write its records. */
-export const cachesInThisProcess = ({
-	redisUrl,
-	transporter,
-	cacheMaxBytes,
-}: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">) => !redisUrl && !transporter && cacheMaxBytes > 0;
+type CacheConfig = Pick<CatalogueConfig, "mongoUri" | "redisUrl" | "transporter" | "cacheMaxBytes">;
 
 /**
- * The cacher the configuration asks for (docs/caching.md): Redis when REDIS_URL is set; else memory in one process (CACHE_MAX_MB);
- * else none, since nodes with caches of their own would each need every write's news before answering.
+ * Whether answers are cached in this process's memory alone (no Redis, no cluster), so no other process may write its records:
+ * SQLite's lock file refuses them (lib/storage/sqlite-database.ts). Not on MongoDB, which cannot refuse a second process.
  */
-export function cacherOptions({
-	redisUrl,
-	transporter,
-	cacheMaxBytes,
-}: Pick<CatalogueConfig, "redisUrl" | "transporter" | "cacheMaxBytes">): BrokerOptions["cacher"] {
+export const cachesInThisProcess = ({ mongoUri, redisUrl, transporter, cacheMaxBytes }: CacheConfig) =>
+	!mongoUri && !redisUrl && !transporter && cacheMaxBytes > 0;
+
+/**
+ * The cacher the configuration asks for (docs/caching.md): Redis when REDIS_URL is set; else memory in one process on SQLite
+ * (CACHE_MAX_MB); else none, since processes with caches of their own would each need every other's writes before answering.
+ */
+export function cacherOptions({ mongoUri, redisUrl, transporter, cacheMaxBytes }: CacheConfig): BrokerOptions["cacher"] {
 	const maxEntryBytes = Math.floor(cacheMaxBytes * MEMORY_CACHE_ENTRY_SHARE);
 	if (redisUrl)
 		return named("AnswersInRedis", { redis: redisUrl, ttl: REDIS_CACHE_TTL, nearBytes: cacheMaxBytes, nearEntryBytes: maxEntryBytes });
-	if (cachesInThisProcess({ redisUrl, transporter, cacheMaxBytes }))
+	if (cachesInThisProcess({ mongoUri, redisUrl, transporter, cacheMaxBytes }))
 		return named("AnswersInMemory", { maxBytes: cacheMaxBytes, maxEntryBytes });
 	return undefined;
 }

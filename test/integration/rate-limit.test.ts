@@ -37,7 +37,7 @@ beforeAll(async () => {
 			nodeID: `gateway-${name}-${process.pid}`,
 			namespace,
 			transporter: { type: "NATS", options: { url: nats.url } },
-			cacher: cacherOptions({ redisUrl: redis.url, transporter: nats.url, cacheMaxBytes: 0 }),
+			cacher: cacherOptions({ mongoUri: null, redisUrl: redis.url, transporter: nats.url, cacheMaxBytes: 0 }),
 			logger: false,
 		});
 		broker.createService(

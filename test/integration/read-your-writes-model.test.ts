@@ -83,7 +83,7 @@ beforeAll(async () => {
 			nodeID: `${name}-${process.pid}`,
 			namespace,
 			transporter: { type: "NATS", options: { url: nats.url } },
-			cacher: cacherOptions({ redisUrl: redis.url, transporter: nats.url, cacheMaxBytes: config.cacheMaxBytes }),
+			cacher: cacherOptions({ mongoUri: null, redisUrl: redis.url, transporter: nats.url, cacheMaxBytes: config.cacheMaxBytes }),
 			logger: false,
 			middlewares,
 		});

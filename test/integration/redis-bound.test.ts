@@ -31,7 +31,7 @@ beforeAll(async () => {
 	broker = new ServiceBroker({
 		logger: false,
 		namespace: "bound",
-		cacher: cacherOptions({ redisUrl: url, transporter: null, cacheMaxBytes: 0 }),
+		cacher: cacherOptions({ mongoUri: null, redisUrl: url, transporter: null, cacheMaxBytes: 0 }),
 	});
 	await broker.start();
 });

@@ -106,7 +106,7 @@ test("a node without catalogue services (as `npm run repl` starts one) reads thr
 		// As the REPL joins a cluster whose NATS has the access rules (docs/security.md, "The broker").
 		...clusterMember(catalogue.nats!, "repl", `repl.test-${process.pid}`),
 		namespace: catalogue.namespace,
-		cacher: cacherOptions({ redisUrl: redis.url, transporter: catalogue.nats!.url, cacheMaxBytes: 0 }),
+		cacher: cacherOptions({ mongoUri: null, redisUrl: redis.url, transporter: catalogue.nats!.url, cacheMaxBytes: 0 }),
 		logger: false,
 	});
 	await repl.start();

@@ -48,9 +48,7 @@ describe("a node that cannot reach what it needs gives up with exit code 1 after
 });
 
 describe("npm run import on MONGO_URI, without a cluster to join", () => {
-	const warning = "Warning: A catalogue running on this MongoDB without REDIS_URL keeps its answers in its own memory";
-
-	test("warns, naming the MongoDB, that a catalogue running there without REDIS_URL would not see its writes; not with REDIS_URL", async () => {
+	test("names the MongoDB it opens, and ends within START_TIMEOUT when none answers", async () => {
 		const dir = mkdtempSync(path.join(tmpdir(), "import-mongo-"));
 		try {
 			const file = path.join(dir, "catalogue.jsonl");
@@ -58,14 +56,7 @@ describe("npm run import on MONGO_URI, without a cluster to join", () => {
 			const uri = `mongodb://127.0.0.1:${await freePort()}/catalogue`;
 			const alone = await runTool("import", [file], { env: { MONGO_URI: uri, START_TIMEOUT: "1" }, timeoutMs: 10_000 });
 			expect(alone.output).toContain(`Importing ${file} into the catalogue of MongoDB at ${uri} (opened here)`);
-			expect(alone.output).toContain(warning);
 			expect(alone.code).toBe(1);
-			const shared = await runTool("import", [file], {
-				env: { MONGO_URI: uri, REDIS_URL: `redis://127.0.0.1:${await freePort()}`, START_TIMEOUT: "1" },
-				timeoutMs: 10_000,
-			});
-			expect(shared.output).toContain(`into the catalogue of MongoDB at ${uri}`);
-			expect(shared.output).not.toContain(warning);
 		} finally {
 			rmSync(dir, { recursive: true, force: true });
 		}

@@ -154,9 +154,15 @@ export async function startCatalogue({
 			created.createService(name === "api" && settings ? apiService({ ...config, ...settings }) : SCHEMAS[name]);
 		return created;
 	};
-	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts).
+	// Over NATS, as a cluster runs: the cache is Redis, shared by every node (see support/env.ts). In one broker, memory also on
+	// MongoDB: the test's database is its own, which no other process writes (a catalogue on MONGO_URI alone caches nothing).
 	const cacher = () =>
-		cacherOptions({ redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null, transporter: nats?.url ?? null, cacheMaxBytes });
+		cacherOptions({
+			mongoUri: null,
+			redisUrl: nats ? process.env.CATALOGUE_TEST_REDIS! : null,
+			transporter: nats?.url ?? null,
+			cacheMaxBytes,
+		});
 	const brokers = nats
 		? SERVICE_NAMES.map(name =>
 				broker({ ...clusterMember(serverOf(name), name, `${name}.test-${process.pid}`), namespace, cacher: cacher() }, [name]),

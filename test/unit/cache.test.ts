@@ -18,25 +18,25 @@ describe("cacherOptions", () => {
 		new ServiceBroker({ logger: false, cacher: cacherOptions(options) }).cacher;
 
 	test("one process without REDIS_URL: memory bounded in bytes (CACHE_MAX_MB), a share of it at most per answer", () => {
-		const cacher = made({ redisUrl: null, transporter: null, cacheMaxBytes: 64 * MB }) as MemoryAnswers;
+		const cacher = made({ mongoUri: null, redisUrl: null, transporter: null, cacheMaxBytes: 64 * MB }) as MemoryAnswers;
 		expect(cacher).toBeInstanceOf(MemoryAnswers);
 		expect(cacher.cache.maxSize).toBe(64 * MB);
 		expect(cacher.cache.maxEntrySize).toBe(64 * MB * MEMORY_CACHE_ENTRY_SHARE);
 	});
 
 	test("options as plain data, so every broker makes a cacher of its own and `$node.options` shows no client", () => {
-		const options = { redisUrl: null, transporter: null, cacheMaxBytes: MB };
+		const options = { mongoUri: null, redisUrl: null, transporter: null, cacheMaxBytes: MB };
 		expect(JSON.parse(JSON.stringify(cacherOptions(options)))).toEqual(cacherOptions(options));
 		expect(made(options)).not.toBe(made(options));
 	});
 
 	test("CACHE_MAX_MB=0: no cache at all", () => {
-		expect(cacherOptions({ redisUrl: null, transporter: null, cacheMaxBytes: 0 })).toBeUndefined();
+		expect(cacherOptions({ mongoUri: null, redisUrl: null, transporter: null, cacheMaxBytes: 0 })).toBeUndefined();
 	});
 
 	test("REDIS_URL: Redis, in one process or a cluster, with answers that expire", () => {
 		for (const transporter of [null, "nats://nats:4222"]) {
-			const options = { redisUrl: "redis://127.0.0.1:1", transporter, cacheMaxBytes: 64 * MB };
+			const options = { mongoUri: null, redisUrl: "redis://127.0.0.1:1", transporter, cacheMaxBytes: 64 * MB };
 			expect(cacherOptions(options)).toEqual({
 				type: "AnswersInRedis",
 				// Each node keeps as many bytes of answers beside Redis as one process keeps without it.
@@ -51,8 +51,16 @@ describe("cacherOptions", () => {
 		}
 	});
 
+	test("MONGO_URI without REDIS_URL caches nothing: another process on that MongoDB (a replica, an import) would write unseen", () => {
+		expect(
+			cacherOptions({ mongoUri: "mongodb://db/catalogue", redisUrl: null, transporter: null, cacheMaxBytes: 64 * MB }),
+		).toBeUndefined();
+		const withRedis = { mongoUri: "mongodb://db/catalogue", redisUrl: "redis://127.0.0.1:1", transporter: null, cacheMaxBytes: MB };
+		expect(cacherOptions(withRedis)).toMatchObject({ type: "AnswersInRedis" });
+	});
+
 	test("a cluster without REDIS_URL caches nothing: nodes would each keep answers of their own", () => {
-		expect(cacherOptions({ redisUrl: null, transporter: "nats://nats:4222", cacheMaxBytes: 64 * MB })).toBeUndefined();
+		expect(cacherOptions({ mongoUri: null, redisUrl: null, transporter: "nats://nats:4222", cacheMaxBytes: 64 * MB })).toBeUndefined();
 	});
 });
 
