@@ -9,7 +9,7 @@ import { backup, DatabaseSync } from "node:sqlite";
 import { DATA_SERVICE_NAMES, type DataServiceName } from "../catalogue/services";
 import { orphans } from "../integrity/integrity";
 import { DATABASE_FILE, LOCK_FILE, realFolder } from "./location";
-import { makeFolder, openForReading } from "./sqlite-database";
+import { BACKUP_NOTE, makeFolder, openForReading } from "./sqlite-database";
 
 /** The file written last into a backup's folder: a folder without it holds no finished backup. */
 export const MANIFEST = "backup.json";
@@ -45,11 +45,15 @@ async function syncFile(file: string): Promise<void> {
 	await handle.sync().finally(() => handle.close());
 }
 
-/** What the copy holds: each collection's records and its orphaned games; the copy is first made one file (no WAL) for a restore. */
-function contents(file: string): Pick<Backup, "collections" | "orphans"> {
+/**
+ * What the copy holds: each collection's records and its orphaned games. The copy is first made one file (no WAL) for a restore, and
+ * noted as a backup taken at `takenAt`, so that the catalogue restored from it starts its feeds again (sqlite-database.ts restartFeeds).
+ */
+function contents(file: string, takenAt: string): Pick<Backup, "collections" | "orphans"> {
 	const db = new DatabaseSync(file);
 	try {
 		db.exec("PRAGMA journal_mode = DELETE");
+		db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES (?, ?)").run(BACKUP_NOTE, takenAt);
 		const kept = DATA_SERVICE_NAMES.filter(name =>
 			db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name),
 		);
@@ -91,7 +95,7 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
 		await rm(partial, { force: true });
 		const takenAt = new Date().toISOString();
 		await backup(source, partial, { rate: ALL_PAGES });
-		const held = contents(partial);
+		const held = contents(partial, takenAt);
 		await syncFile(partial);
 		taken = { dataDir: from, takenAt, ...held, bytes: (await stat(partial)).size };
 	} catch (err) {

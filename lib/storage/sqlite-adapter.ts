@@ -94,6 +94,7 @@ export class SqliteAdapter {
 		try {
 			this.database = openDatabase(this.options.dataDir, this.options.holding);
 			if (!this.database.readOnly) this.prepareTable();
+			this.sayRestored(this.database);
 		} catch (err) {
 			const { dataDir } = this.options;
 			if (!logger || dataDir === null) throw err;
@@ -134,6 +135,16 @@ export class SqliteAdapter {
 		if (dataDir === null) return;
 		const put = (doc: Doc) => this.db.prepared(`INSERT OR REPLACE INTO ${this.inserted}`).run(...this.row(doc));
 		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
+	}
+
+	/** Once per process: the database is a restored backup, whose feeds started again (lib/storage/sqlite-database.ts restartFeeds). */
+	private sayRestored(database: Database): void {
+		if (!database.restoredFrom) return;
+		this.service?.logger.info(
+			`${database.file} is the backup taken at ${database.restoredFrom}, restored: the change feeds start again after every ` +
+				"position handed out before, so each follower starts again from a full read (docs/followers.md).",
+		);
+		database.restoredFrom = undefined;
 	}
 
 	/** The table made again with the current columns, its records copied, in one transaction. */

@@ -37,6 +37,8 @@ export interface Database {
 	readers: Readers;
 	/** A snapshot that only reads (`readSnapshot`): no index is made, no write taken. */
 	readOnly: boolean;
+	/** When the backup this database was restored from was taken, until said once (`restartFeeds`). */
+	restoredFrom?: string;
 	/** Closes it once every service of the process that opened it has. */
 	release(): void;
 }
@@ -196,6 +198,36 @@ export function inTransaction<T>(db: DatabaseSync, run: () => T): T {
 	}
 }
 
+/** The note that marks a backup's copy (lib/storage/backup.ts): when it was taken. */
+export const BACKUP_NOTE = "backup taken at";
+
+/**
+ * A backup restored in place of the database (docs/operations.md, "Restore") holds the feeds as they were then, and a follower may be
+ * past them, holding writes the restore undid; the next changes would be numbered as others it has seen. Each feed is emptied and
+ * numbered on from the time in hundredths of a millisecond (15 digits, as positions are), past any seq handed out before (more than
+ * the writes any feed took since the last restore), so every follower starts again from a full read; the outbox counts on from there,
+ * and the note goes in the same transaction. When that backup was taken, or undefined for a database that is not a restored backup.
+ */
+function restartFeeds(db: DatabaseSync): string | undefined {
+	// Read in the transaction: two replicas starting at once on the restored file restart the feeds once.
+	return inTransaction(db, () => {
+		const note = db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(BACKUP_NOTE) as { value: string } | undefined;
+		if (!note) return undefined;
+		const from = Date.now() * 100;
+		const feeds = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE '%\\_changes' ESCAPE '\\'").all() as {
+			name: string;
+		}[];
+		for (const { name } of feeds) {
+			db.exec(`DELETE FROM "${name}"`);
+			db.prepare("DELETE FROM sqlite_sequence WHERE name = ?").run(name);
+			db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(name, from);
+			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES (?, ?)").run(`published ${name.slice(0, -"_changes".length)}`, from);
+		}
+		db.prepare("DELETE FROM catalogue_meta WHERE key = ?").run(BACKUP_NOTE);
+		return note.value;
+	});
+}
+
 /** The database's own notes; each collection's table is made by its adapter (lib/storage/sqlite-adapter.ts). */
 function create(db: DatabaseSync): void {
 	inTransaction(db, () => {
@@ -297,6 +329,7 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 		connections.push(writer);
 		prepare(writer, file);
 		connections.push(lock(dir, holding, writer));
+		const restoredFrom = restartFeeds(writer);
 		writer.exec(`PRAGMA wal_autocheckpoint = ${LOG_PAGES}`);
 		const readers = readingConnections(file);
 		const checkpoints = checkpointThread(file);
@@ -306,6 +339,7 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 			prepared: statements(writer),
 			readers,
 			readOnly: false,
+			restoredFrom,
 			users: 1,
 			release() {
 				if (--database.users > 0) return;

@@ -6,7 +6,8 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { backupDataDir, backupText, MANIFEST } from "../../lib/storage/backup";
 import { DATABASE_FILE, noFilesToBackUp } from "../../lib/storage/location";
-import { openDatabase, type Database } from "../../lib/storage/sqlite-database";
+import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
+import { BACKUP_NOTE, openDatabase, type Database } from "../../lib/storage/sqlite-database";
 import { withTables } from "../support/sqlite";
 
 // lib/storage/backup.ts on a SQLite database this process holds open and writes, as the REPL's node does.
@@ -161,4 +162,47 @@ test("a node of one service (its own DATA_DIR, as on several hosts): its collect
 	} finally {
 		games.release();
 	}
+});
+
+test("a catalogue restored from a backup numbers its feed on past every seq handed out before, and empties it: followers read again", async () => {
+	const games = (dir: string) =>
+		new SqliteAdapter({ dataDir: dir, holding: "alone", collection: "games", indexes: [], sparseIndexes: [], orders: [] });
+	const write = (store: SqliteAdapter, id: string) =>
+		store.recordedWrite({ insert: [{ _id: id, title: id }] }, () => ({ type: "created", record: { id } }));
+	const live = games(dataDir);
+	await live.connect();
+	for (const id of ["g1", "g2", "g3"]) await write(live, id);
+	await backupDataDir(dataDir, target);
+	// Handed out after the backup: a follower may have seen these, which the restore undoes.
+	for (const id of ["g4", "g5", "g6"]) await write(live, id);
+	const seen = (await live.changesAfter(0, 500)).last;
+	expect(seen).toBe(6);
+	await live.disconnect();
+
+	const restoredDir = path.join(root, "restored");
+	mkdirSync(restoredDir);
+	await fsPromises.copyFile(path.join(target, DATABASE_FILE), path.join(restoredDir, DATABASE_FILE));
+	const restored = games(restoredDir);
+	await restored.connect();
+	const feed = await restored.changesAfter(seen, 500);
+	expect(feed.changes).toEqual([]);
+	// `first > after + 1`: a follower at any position handed out before starts again from a full read.
+	expect(feed.first).toBeGreaterThan(seen + 1);
+	expect(String(feed.last)).toMatch(/^\d{15}$/);
+	expect(await restored.findById("g4")).toBeUndefined();
+	const [next] = (await write(restored, "g7")).changes;
+	expect(next.seq).toBe(feed.last + 1);
+	// The outbox starts from there too: nothing of the jump counts as unpublished.
+	expect(await restored.unpublished(500)).toMatchObject({ published: feed.last, last: feed.last + 1 });
+	await restored.disconnect();
+
+	// Once: opened again, the feed keeps its place.
+	const reopened = games(restoredDir);
+	await reopened.connect();
+	expect((await reopened.changesAfter(0, 500)).changes.map(change => change.seq)).toEqual([next.seq]);
+	await reopened.disconnect();
+	// The live database was not marked: only the backup's copy is.
+	const own = new DatabaseSync(path.join(dataDir, DATABASE_FILE), { readOnly: true });
+	expect(own.prepare("SELECT count(*) AS n FROM catalogue_meta WHERE key = ?").get(BACKUP_NOTE)).toEqual({ n: 0 });
+	own.close();
 });
