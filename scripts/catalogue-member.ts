@@ -56,6 +56,8 @@ export async function startMember({ snapshot = false } = {}): Promise<ServiceBro
 		...(config.transporter &&
 			config.natsAccess && { nodeID: nodeIdOf("transfer"), transporter: natsTransporter(config.transporter, "transfer") }),
 		logLevel: "warn",
+		// An export reads, and needs no cache: with one, each data service it runs would move the cluster's generations on at its start.
+		...(snapshot && { cacher: undefined }),
 		// The tool's own handlers (exitOnSignals): moleculer's would exit with 0 before the tool cleans up.
 		skipProcessEventRegistration: true,
 		metrics: { enabled: false },

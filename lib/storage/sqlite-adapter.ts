@@ -137,10 +137,13 @@ export class SqliteAdapter {
 		migrateNeDbFile(writer, dataDir, collection, put, this.service?.logger);
 	}
 
-	/** Once per process: the database is a restored backup, whose feeds started again (lib/storage/sqlite-database.ts restartFeeds). */
+	/**
+	 * Once per process, as a warning so that a tool's broker (which logs warnings only) says it too: the database is a restored backup,
+	 * whose feeds started again (lib/storage/sqlite-database.ts restartFeeds), and followers must read again.
+	 */
 	private sayRestored(database: Database): void {
 		if (!database.restoredFrom) return;
-		this.service?.logger.info(
+		this.service?.logger.warn(
 			`${database.file} is the backup taken at ${database.restoredFrom}, restored: the change feeds start again after every ` +
 				"position handed out before, so each follower starts again from a full read (docs/followers.md).",
 		);

@@ -85,9 +85,9 @@ async function runBackup(args: string[], env: NodeJS.ProcessEnv): Promise<{ code
 }
 
 /** The catalogue started on the database of `dataDir` with the REPL, once its gateway answers. */
-async function startWithRepl(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<{ repl: ReplSession; api: Api }> {
+async function startWithRepl(dataDir: string): Promise<{ repl: ReplSession; api: Api }> {
 	const port = await freePort();
-	const repl = new ReplSession({ DATA_DIR: dataDir, STORAGE: "file", PORT: String(port), ...env });
+	const repl = new ReplSession({ DATA_DIR: dataDir, STORAGE: "file", PORT: String(port) });
 	nodes.push(repl);
 	await repl.waitFor(PROMPT_SHOWN);
 	const api = new Api(`http://127.0.0.1:${port}`);
@@ -103,7 +103,7 @@ async function restoreAndCheck(backupDir: string, writer: Writer, began: number)
 	const dataDir = folder("restored");
 	expect(readdirSync(backupDir).sort()).toEqual(["backup.json", "catalogue.sqlite"]);
 	copyFileSync(path.join(backupDir, "catalogue.sqlite"), path.join(dataDir, "catalogue.sqlite"));
-	const { repl: restored, api } = await startWithRepl(dataDir, { LOGLEVEL: "info" });
+	const { repl: restored, api } = await startWithRepl(dataDir);
 
 	const listed = {
 		category: new Set<string>(((await api.get("/category")).body as { id: string }[]).map(record => record.id)),
@@ -128,13 +128,14 @@ async function restoreAndCheck(backupDir: string, writer: Writer, began: number)
 	expect(orphans).toEqual([]);
 	expect(await restored.type("integrity")).toContain("Integrity check passed");
 	const printed = await restored.waitFor(PROMPT_SHOWN);
-	expect(printed).not.toMatch(/\bWARN\b|FATAL|malformed|not a database/i);
-	// Said once, by the first service to open it: its change feeds start again (docs/operations.md, "Restore").
-	expect(printed.match(/is the backup taken at .+, restored: the change feeds start again/g)).toHaveLength(1);
+	// Warned once, by the first service to open it: its change feeds start again (docs/operations.md, "Restore"); nothing else.
+	const restoredLine = /^.*\bWARN\b.* is the backup taken at .+, restored: the change feeds start again.*$/gm;
+	expect(printed.match(restoredLine)).toHaveLength(1);
+	expect(printed.replace(restoredLine, "")).not.toMatch(/\bWARN\b|FATAL|malformed|not a database/i);
 	expect(await restored.quit()).toBe(0);
 }
 
-test("npm run backup from another process while a writer creates, deletes and updates: the restored copy starts without a warning and holds every acknowledged write", async () => {
+test("npm run backup from another process while a writer creates, deletes and updates: the restored copy starts warning only of its restore and holds every acknowledged write", async () => {
 	const dataDir = folder("backup-source");
 	const first = await startProcess({ DATA_DIR: dataDir, STORAGE: "file" });
 	nodes.push(first);

@@ -6,8 +6,10 @@ import path from "node:path";
 import { texts } from "../../lib/catalogue/errors";
 import { newId } from "../../lib/catalogue/ids";
 import { FileCheck } from "../../lib/transfer/check";
+import Redis from "ioredis";
 import { startCluster, type Cluster } from "../support/cluster";
 import { root, startProcess, waitFor, type RunningCatalogue } from "../support/process";
+import { startRedis } from "../support/redis";
 import { recordsOf, runTool, writeSyntheticExport } from "../support/transfer";
 
 const LISTS = ["/category", "/author", "/game"];
@@ -378,6 +380,21 @@ describe("interrupted and concurrent runs", () => {
 			await running?.stop();
 		}
 		expect(recordsOf(exported)).toBe(recordsOf(sourceFile));
+	}, 60_000);
+
+	test("an export with REDIS_URL leaves the shared cache alone: it moves no generation, so the cluster's answers stay kept", async () => {
+		const redis = await startRedis();
+		const admin = new Redis(redis.url);
+		try {
+			const run = await runTool("export", [path.join(dir, "with-redis.jsonl")], {
+				env: { ...embedded(sourceDir), REDIS_URL: redis.url },
+			});
+			expect(run.code).toBe(0);
+			expect(await admin.keys("*")).toEqual([]);
+		} finally {
+			admin.disconnect();
+			await redis.stop();
+		}
 	}, 60_000);
 
 	test("an export to the catalogue's own database is refused before anything is read, and the database is left as it was", async () => {
