@@ -66,11 +66,14 @@ interface Rule {
 	strict?: unknown;
 	props?: Record<string, unknown>;
 	items?: unknown;
+	convert?: boolean;
 }
 
 /** Of `value`, what `rule` lets through: of an object whose rule removes other keys, the keys it names (each read by its own rule); of a list, each item read by the items' rule. */
 function readBy(rule: unknown, value: unknown): unknown {
-	const { type, strict, props, items } = (rule ?? {}) as Rule;
+	const { type, strict, props, items, convert } = (rule ?? {}) as Rule;
+	// fastest-validator's `convert` makes one item a list of one (`sort`).
+	if (type === "array" && convert && value !== undefined && value !== null && !Array.isArray(value)) return [readBy(items, value)];
 	if (type === "array" && Array.isArray(value)) return value.map(item => readBy(items, item));
 	if (type !== "object" || strict !== "remove" || !props || value === null || typeof value !== "object" || Array.isArray(value))
 		return value;
@@ -218,8 +221,15 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 		if (!from) return next;
 		const read = async function (this: Service, ctx: Context<unknown, CacheMeta>, wish: HttpWish | undefined): Promise<unknown> {
 			if (ctx.meta.$cache === false) {
-				if (!remote) delete ctx.meta.$cache;
-				return next.call(this, ctx);
+				if (!remote) {
+					delete ctx.meta.$cache;
+					return next.call(this, ctx);
+				}
+				// It crosses NATS to the node that answers; moleculer then merges the call's meta into the caller's, whose later calls
+				// would skip the cache too. Kept on a failure, so that moleculer's Retry asks the store again.
+				const answer = await next.call(this, ctx);
+				delete ctx.meta.$cache;
+				return answer;
 			}
 			const name = answerName(action.name!, fieldsRead(action, ctx.params));
 			const found = await cache.lookup(name, from, wish ?? null).catch((err: Error) => {

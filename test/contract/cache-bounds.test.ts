@@ -53,11 +53,11 @@ test("600 requests for GET /game/seg<i> and GET /game?junk<i>=1 with a filter ho
 	expect(await cachedAnswers("games.list")).toHaveLength(1);
 }, 60_000);
 
-test("a hundred pages asked with junk inside pageable and inside its sort hold one cached answer", async () => {
-	const bodies = Array.from({ length: 100 }, (_, i) => ({
-		title: "^Game 1",
-		pageable: { pageNumber: 0, pageSize: 5, [`junk${i}`]: i, sort: [{ property: "title", direction: "ASC", [`more${i}`]: "x" }] },
-	}));
+test("a hundred pages asked with junk inside pageable and inside its sort (a list, or one order) hold one cached answer", async () => {
+	const bodies = Array.from({ length: 100 }, (_, i) => {
+		const order = { property: "title", direction: "ASC", [`more${i}`]: "x" };
+		return { title: "^Game 1", pageable: { pageNumber: 0, pageSize: 5, [`junk${i}`]: i, sort: i % 2 === 0 ? [order] : order } };
+	});
 	for (let i = 0; i < bodies.length; i += 20) {
 		const answers = await Promise.all(bodies.slice(i, i + 20).map(body => catalogue.api.post("/game", body)));
 		for (const { status, body } of answers) expect({ status, games: body.content?.length }).toEqual({ status: 200, games: 5 });

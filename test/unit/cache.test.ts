@@ -145,6 +145,15 @@ describe("fieldsRead", () => {
 		expect(fieldsRead(action, sent)).toEqual({ pageable: { pageNumber: 0, sort: [{ property: "title" }] }, loose: { a: 1, b: 2 } });
 	});
 
+	test("one item where the rule takes a list and converts: read as the list of one it becomes", () => {
+		const order = { type: "object", strict: "remove", props: { property: "string" } };
+		const action = list({ $$strict: "remove", sort: { type: "array", convert: true, items: order } });
+		const one = fieldsRead(action, { sort: { property: "title", junk: 1 } });
+		expect(one).toEqual({ sort: [{ property: "title" }] });
+		expect(fieldsRead(action, { sort: { property: "title", junk: 2 } })).toEqual(one);
+		expect(fieldsRead(action, { sort: [{ property: "title" }] })).toEqual(one);
+	});
+
 	test("a cached action whose rules keep unknown fields is refused: they would reach it but not its key", () => {
 		expect(() => fieldsRead(list({ title: "string" }), {})).toThrow(
 			/games.list is cached, so its params must be declared with \$\$strict: "remove"/,
@@ -233,6 +242,42 @@ function withCachedList(handler: (ctx: Context) => unknown): ServiceBroker {
 	broker.createService({ name: "games", actions: { list: { cache: cachedFrom("games"), params: { $$strict: "remove" }, handler } } });
 	return broker;
 }
+
+test("$cache: false on a call to another node reads that node's store, and the caller's later calls use the cache again", async () => {
+	const namespace = `uncached-${process.pid}`;
+	const node = (nodeID: string) =>
+		new ServiceBroker({
+			nodeID,
+			namespace,
+			logger: false,
+			transporter: "Fake",
+			cacher: new MemoryAnswers({ maxBytes: 10 * MB, maxEntryBytes: MB }),
+		});
+	const [games, follower] = [node("games-node"), node("follower-node")];
+	let runs = 0;
+	games.createService({
+		name: "games",
+		actions: { list: { cache: cachedFrom("games"), params: { $$strict: "remove" }, handler: () => [++runs] } },
+	});
+	follower.createService({
+		name: "follower",
+		actions: {
+			async read(ctx) {
+				const fromStore = await ctx.call("games.list", {}, { meta: { $cache: false } });
+				return [fromStore, await ctx.call("games.list"), await ctx.call("games.list"), ctx.meta];
+			},
+		},
+	});
+	await Promise.all([games.start(), follower.start()]);
+	try {
+		await follower.waitForServices("games");
+		// Kept by a first read; the $cache: false call runs the action again, the later calls are hits of the kept answer.
+		expect(await follower.call("games.list")).toEqual([1]);
+		expect(await follower.call("follower.read")).toEqual([[2], [1], [1], {}]);
+	} finally {
+		await Promise.all([games.stop(), follower.stop()]);
+	}
+});
 
 describe("the cacher's middleware", () => {
 	const list = gameList(100);
