@@ -227,7 +227,7 @@ export function answerCacheMiddleware(cache: AnswerCache, warn: (message: string
 				}
 				// It crosses NATS to the node that answers; moleculer then merges the call's meta into the caller's, whose later calls
 				// would skip the cache too. Kept on a failure, so that moleculer's Retry asks the store again.
-				const answer = await next.call(this, ctx);
+				const answer: unknown = await next.call(this, ctx);
 				delete ctx.meta.$cache;
 				return answer;
 			}
