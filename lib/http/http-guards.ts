@@ -61,14 +61,18 @@ export const paramsFromOnePlace: Middleware = (req, _res, next) => {
 	next();
 };
 
-/** Only GET and HEAD answer 304: a write or a search always runs and sends its answer, as in Express; moleculer-web would compare them all. */
-export const conditionalOnlyForReads: Middleware = (req, _res, next) => {
-	if (!isRead(req.method)) {
-		delete req.headers["if-none-match"];
-		delete req.headers["if-modified-since"];
-	}
+/**
+ * No 304 on this route: the conditional headers are dropped. For the change stream (GET /changes), which moleculer-web would
+ * otherwise answer 304 to `If-None-Match: *` while piping the stream into an answer that has no body: the client would wait for ever.
+ */
+export const unconditional: Middleware = (req, _res, next) => {
+	delete req.headers["if-none-match"];
+	delete req.headers["if-modified-since"];
 	next();
 };
+
+/** Only GET and HEAD answer 304: a write or a search always runs and sends its answer, as in Express; moleculer-web would compare them all. */
+export const conditionalOnlyForReads: Middleware = (req, res, next) => (isRead(req.method) ? next() : unconditional(req, res, next));
 
 /**
  * OPTIONS is a CORS preflight (it names an Access-Control-Request-Method) on a route with CORS on, and a 404 otherwise. moleculer-web

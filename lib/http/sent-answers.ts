@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import etag from "etag";
+import fresh from "fresh";
 import type { ActionSchema, Context } from "moleculer";
 import vary from "vary";
 import { HttpAnswer, sourcesOf, type HttpWish } from "../cache/answers";
@@ -28,13 +29,26 @@ export function wishOf(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage
 	ctx.meta.$http = { encoding: chosenEncoding(req.headers), held };
 }
 
-/** A cached read's answer as the cache keeps it: tagged (a GET), then its bytes, or a 304 when the client's tag is current. */
+/**
+ * Whether a read's conditional headers match the tag just set (`fresh`, as moleculer-web asks after the answer is sent: then with
+ * the answer's `Content-Encoding` already set, which a 304 must not carry: a client's cache would take its stored answer as encoded).
+ */
+const clientHoldsIt = (req: IncomingMessage, res: ServerResponse) =>
+	isRead(req.method) && fresh(req.headers, { etag: res.getHeader("ETag") });
+
+/** A 304: no body, nothing said of one. */
+function notModified(ctx: Context<unknown, ResponseMeta>): null {
+	ctx.meta.$statusCode = 304;
+	return null;
+}
+
+/**
+ * A cached read's answer as the cache keeps it: tagged (a GET), then its bytes, or a 304 when the client's tag is current (the lookup
+ * said so) or it holds any (`If-None-Match: *`, left to this check: the read had to succeed first).
+ */
 function sendAsKept(ctx: Context<unknown, ResponseMeta>, req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): Buffer | null {
 	if (isRead(req.method)) res.setHeader("ETag", etagOf(answer.tag));
-	if (answer.body === null) {
-		ctx.meta.$statusCode = 304;
-		return null;
-	}
+	if (answer.body === null || clientHoldsIt(req, res)) return notModified(ctx);
 	ctx.meta.$responseType = "application/json; charset=utf-8";
 	if (answer.encoding) ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": answer.encoding };
 	return answer.body;
@@ -53,7 +67,10 @@ export function sentAnswer(ctx: Context<unknown, ResponseMeta>, req: IncomingMes
 	if ((encoding === null && !untagged) || data == null) return data;
 	const json = JSON.stringify(data);
 	ctx.meta.$responseType = "application/json; charset=utf-8";
-	if (untagged) res.setHeader("ETag", etag(json, { weak: true }));
+	if (untagged) {
+		res.setHeader("ETag", etag(json, { weak: true }));
+		if (clientHoldsIt(req, res)) return notModified(ctx);
+	}
 	if (encoding === null || Buffer.byteLength(json) < COMPRESS_FROM_BYTES) return json;
 	ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Content-Encoding": encoding };
 	return compress(json, encoding);

@@ -8,6 +8,7 @@ import { STREAM_LIMITS } from "../../mixins/change-stream.mixin";
 import { apiService } from "../../services/api.service";
 import { fuzzRuns, fuzzSeed } from "../support/fuzz";
 import { clusterMember, gatewayApi, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
+import { rawStart } from "../support/raw-http";
 import { openStream, type SseStream } from "../support/sse";
 
 // GET /changes (docs/followers.md): the change feed as Server-Sent Events through the gateway, in both layouts.
@@ -52,6 +53,13 @@ describe("GET /changes", () => {
 		const change = await stream.next(isChange);
 		expect(change.data).toMatchObject({ kind: "category", type: "created", record: category });
 		expect(change.id).toMatch(new RegExp(`categories:${change.data.seq}`));
+	});
+
+	test("conditional headers make no 304 of the stream: If-None-Match: * gets the stream", async () => {
+		// Exactly this header: fetch would add Cache-Control: no-cache, which no 304 survives.
+		const { status, headers, first } = await rawStart(`${api.url}/changes`, { "If-None-Match": "*" });
+		expect({ status, type: headers["content-type"] }).toEqual({ status: 200, type: "text/event-stream; charset=utf-8" });
+		expect(first.length).toBeGreaterThan(0);
 	});
 
 	test("Last-Event-ID resumes after the last event read: every change since, in order, once", async () => {

@@ -85,6 +85,21 @@ describe("ETag and If-None-Match", () => {
 		expect((await conditional("/game", "*")).status).toBe(304);
 	});
 
+	test("a 304 says nothing of an encoding, whether the answer is cached or not, by its tag or by *", async () => {
+		for (const path of ["/game", "/openapi.json"]) {
+			const tag = (await rawGet(path, { "Accept-Encoding": "br" })).headers.etag!;
+			for (const held of [tag, "*"]) {
+				const { status, headers } = await rawGet(path, { "Accept-Encoding": "br", "If-None-Match": held });
+				expect({ path, held, status, encoding: headers["content-encoding"] }).toEqual({
+					path,
+					held,
+					status: 304,
+					encoding: undefined,
+				});
+			}
+		}
+	});
+
 	test("Cache-Control: no-cache gets the whole answer whatever the tag", async () => {
 		const tag = await tagOf("/game");
 		const answer = await rawGet("/game", { "If-None-Match": tag, "Cache-Control": "no-cache" });

@@ -24,3 +24,27 @@ export function rawRequest(url: string, method = "GET", headers: Record<string, 
 		sent.end(payload);
 	});
 }
+
+/**
+ * The status, headers and first bytes of an answer that may never end (a stream), asked with exactly these headers; then the request
+ * is ended. Rejects when neither a byte nor the answer's end comes within `ms`.
+ */
+export function rawStart(
+	url: string,
+	headers: Record<string, string> = {},
+	ms = 5000,
+): Promise<Omit<RawAnswer, "body"> & { first: string }> {
+	return new Promise((resolve, reject) => {
+		const sent = request(url, { headers, timeout: ms }, response => {
+			const done = (first: string) => {
+				resolve({ status: response.statusCode!, headers: response.headers, first });
+				sent.destroy();
+			};
+			response.once("data", (chunk: Buffer) => done(chunk.toString()));
+			response.once("end", () => done(""));
+		});
+		sent.on("timeout", () => sent.destroy(new Error(`no byte of ${url} within ${ms} ms`)));
+		sent.on("error", reject);
+		sent.end();
+	});
+}
