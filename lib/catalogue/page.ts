@@ -5,8 +5,6 @@ import { wholeNumber } from "./params";
 
 export const DEFAULT_PAGE_SIZE = 5;
 export const MAX_PAGE_SIZE = 1000;
-/** Keeps the offset (page number times size) an exact integer in every backend. */
-const MAX_PAGE_NUMBER = 1_000_000_000;
 
 /** What a page of one kind of record may be sorted on, and what it is sorted on when `property` is absent. */
 export interface SortFields<F extends string = string> {
@@ -56,7 +54,7 @@ export function pageableRule(fields: readonly string[]) {
 		type: "object",
 		strict: "remove",
 		props: {
-			pageNumber: wholeNumber(0, MAX_PAGE_NUMBER),
+			pageNumber: wholeNumber(0),
 			pageSize: wholeNumber(0, MAX_PAGE_SIZE),
 			sort: { type: "array", convert: true, items: sortOrder, max: fields.length, optional: true },
 		},
@@ -68,9 +66,12 @@ export function effectivePage({ pageNumber, pageSize }: Pageable): PageWindow {
 	return { pageNumber: pageNumber || 0, pageSize: pageSize || DEFAULT_PAGE_SIZE };
 }
 
-/** moleculer-db's paging params of `_list` for the page: the store skips `offset` records and reads `limit`. */
+/**
+ * moleculer-db's paging params of `_list` for the page: the store skips `offset` records and reads `limit`. Any page number is a
+ * page (past the end: none of the records); the offset stays an exact integer, which every store takes, and is still past any end.
+ */
 export function listParams({ pageNumber, pageSize }: PageWindow): { page: number; pageSize: number; offset: number; limit: number } {
-	return { page: pageNumber + 1, pageSize, offset: pageNumber * pageSize, limit: pageSize };
+	return { page: pageNumber + 1, pageSize, offset: Math.min(pageNumber * pageSize, Number.MAX_SAFE_INTEGER), limit: pageSize };
 }
 
 /** The records of the page, out of all of them in order (for a search the store cannot page). */

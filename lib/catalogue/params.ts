@@ -35,12 +35,13 @@ export const referenceTo = (unknown: ErrorText) =>
 
 /**
  * A whole number given as a JSON number or a numeric string, converted to a number; anything else fails with fastest-validator's
- * messages. `wholeNumber` tells readers of the rule (lib/http/openapi.ts documents it from there); fastest-validator ignores it.
+ * messages. Without `max`, any whole number from `min` up. `wholeNumber` tells readers of the rule (lib/http/openapi.ts documents it
+ * from there); fastest-validator ignores it.
  */
-export function wholeNumber(min: number, max: number) {
+export function wholeNumber(min: number, max?: number) {
 	return {
 		type: "any",
-		wholeNumber: { min, max, text: `^\\s*${NUMERIC_TEXT.source.slice(1, -1)}\\s*$` },
+		wholeNumber: { min, ...(max !== undefined && { max }), text: `^\\s*${NUMERIC_TEXT.source.slice(1, -1)}\\s*$` },
 		custom(value: unknown, errors: ValidationErrors): unknown {
 			// A missing value is already reported as required by the rule itself.
 			if (value === undefined || value === null) return value;
@@ -53,7 +54,7 @@ export function wholeNumber(min: number, max: number) {
 			if (!Number.isFinite(number)) errors.push({ type: "number", actual: value });
 			else if (!Number.isInteger(number)) errors.push({ type: "numberInteger", actual: value });
 			else if (number < min) errors.push({ type: "numberMin", expected: min, actual: value });
-			else if (number > max) errors.push({ type: "numberMax", expected: max, actual: value });
+			else if (max !== undefined && number > max) errors.push({ type: "numberMax", expected: max, actual: value });
 			return number;
 		},
 	};

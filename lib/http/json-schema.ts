@@ -22,7 +22,7 @@ export interface RuleObject {
 	/** An array rule's: a single value is taken as a list of one. */
 	convert?: boolean;
 	/** lib/catalogue/params.ts wholeNumber: a whole number min..max, or the same as text. */
-	wholeNumber?: { min: number; max: number; text: string };
+	wholeNumber?: { min: number; max?: number; text: string };
 }
 
 /** An action's `params`; `$$` keys (`$$strict`) are options of the validator, not fields. */
@@ -69,9 +69,9 @@ export function ruleSchema(rule: Rule): JsonSchema {
 	if (object.wholeNumber) {
 		const { min, max, text } = object.wholeNumber;
 		return {
-			description: `A whole number from ${min} to ${max}, as a JSON number or as text ("12").`,
+			description: `A whole number ${max === undefined ? `from ${min} up` : `from ${min} to ${max}`}, as a JSON number or as text ("12").`,
 			oneOf: [
-				{ type: "integer", minimum: min, maximum: max },
+				{ type: "integer", minimum: min, ...(max !== undefined && { maximum: max }) },
 				{ type: "string", pattern: text },
 			],
 		};

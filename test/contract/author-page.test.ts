@@ -63,9 +63,14 @@ describe("POST /author (page)", () => {
 		expect(names(body.content)).toEqual(["Carl", "Dan", "Eve"]);
 	});
 
-	test("a page past the end has empty content and the true totalElements", async () => {
-		const { body } = await page({ pageNumber: 40, pageSize: 5 });
-		expect(body).toEqual({ content: [], pageable: { pageNumber: 40, pageSize: 5 }, totalElements: authors.length });
+	test("a page past the end has empty content and the true totalElements, however far past", async () => {
+		for (const pageNumber of [40, 1_000_000_001, Number.MAX_SAFE_INTEGER, 1e20]) {
+			const { status, body } = await page({ pageNumber, pageSize: 1000 });
+			expect({ status, body }).toEqual({
+				status: 200,
+				body: { content: [], pageable: { pageNumber, pageSize: 1000 }, totalElements: authors.length },
+			});
+		}
 	});
 
 	test("pageSize 1000 is accepted", async () => {

@@ -105,6 +105,13 @@ describe("POST /game (page)", () => {
 			pageable: { pageNumber: 40, pageSize: 5 },
 			totalElements: 2,
 		});
+		// However far past: no page number is too large to be a page.
+		for (const pageNumber of [1_000_000_001, 1e20])
+			for (const title of [undefined, "catan"])
+				expect((await search({ pageNumber, pageSize: 1000 }, title === undefined ? {} : { title })).body).toMatchObject({
+					content: [],
+					pageable: { pageNumber, pageSize: 1000 },
+				});
 	});
 
 	test("pageSize 1000 is accepted", async () => {
