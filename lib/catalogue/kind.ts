@@ -9,7 +9,7 @@ import type { DataServiceName } from "./services";
 
 /** A field holding a value: its rule (fastest-validator, from lib/catalogue/params.ts), meaning and example. */
 export interface ValueField {
-	rule: { readonly type: string; readonly max?: number };
+	rule: { readonly type: string; readonly maxCharacters?: number };
 	description: string;
 	example: string | number;
 	/** Pages may be sorted on it. */
@@ -107,7 +107,7 @@ const filterRules = (kind: Kind) =>
 		entries(kind).flatMap(([name, field]) => {
 			if (!field.filter) return [];
 			if (isReference(field)) return [[field.filter.param, { type: "string", optional: true }]];
-			return [[name, filter(field.rule.max ?? Number.MAX_SAFE_INTEGER)]];
+			return [[name, filter(field.rule.maxCharacters ?? Number.MAX_SAFE_INTEGER)]];
 		}),
 	);
 

@@ -15,6 +15,8 @@ export interface RuleObject {
 	trim?: boolean;
 	min?: number;
 	max?: number;
+	/** lib/catalogue/params.ts text: at most this many characters (code points). */
+	maxCharacters?: number;
 	pattern?: RegExp | string;
 	props?: Params;
 	items?: Rule;
@@ -45,7 +47,7 @@ function stringSchema(rule: RuleObject): JsonSchema {
 	return {
 		type: "string",
 		...(minLength !== undefined && { minLength }),
-		...(rule.max !== undefined && { maxLength: rule.max }),
+		...((rule.max ?? rule.maxCharacters) !== undefined && { maxLength: rule.max ?? rule.maxCharacters }),
 		...(pattern !== undefined && { pattern }),
 		...(rule.trim && { description: "Leading and trailing white space is removed before the checks." }),
 	};

@@ -36,6 +36,7 @@ describe("PUT /author (create)", () => {
 		["nationality empty after trim", { name: "Ana", nationality: "  " }, "nationality"],
 		["name not a string", { name: 42, nationality: "Spanish" }, "name"],
 		["name over 200 characters", { name: "n".repeat(201), nationality: "Spanish" }, "name"],
+		["name over 200 characters outside the BMP", { name: "🎲".repeat(201), nationality: "Spanish" }, "name"],
 		["nationality over 100 characters", { name: "Ana", nationality: "x".repeat(101) }, "nationality"],
 		["name with a NUL", { name: "An\u0000a", nationality: "Spanish" }, "name"],
 		["name with a newline", { name: "Ana\nBelén", nationality: "Spanish" }, "name"],
@@ -69,9 +70,17 @@ describe("PUT /author (create)", () => {
 		}
 	});
 
-	test("accepts a 200-character name and a 100-character nationality", async () => {
+	test("accepts a 200-character name and a 100-character nationality, characters counted as code points", async () => {
 		const { status } = await api.put("/author", { name: "n".repeat(200), nationality: "x".repeat(100) });
 		expect(status).toBe(200);
+		// Each 🎲 is two UTF-16 units: a limit in those would refuse the name at 101. Spaces around are trimmed first.
+		const name = "🎲".repeat(200);
+		const answer = await api.put("/author", { name: ` ${name} `, nationality: "🇪".repeat(100) });
+		expect(answer.status).toBe(200);
+		expect(answer.body.author.name).toBe(name);
+		expect((await api.put("/author", { name: "🎲".repeat(201), nationality: "x" })).body.msg).toBe(
+			"The 'name' field length must be less than or equal to 200 characters long.",
+		);
 	});
 
 	test("a storage failure answers 400 'Error creating author'", async () => {

@@ -71,10 +71,19 @@ describe("GET /game", () => {
 	test.each([
 		["a program of over 1000 instructions", "(a|aa|aaa){1,1000}x", "The 'title' filter is too complex a pattern"],
 		["over 200 characters", "a".repeat(201), "The 'title' field length must be less than or equal to 200 characters long."],
+		[
+			"over 200 characters outside the BMP",
+			"🎲".repeat(201),
+			"The 'title' field length must be less than or equal to 200 characters long.",
+		],
 	])("a pattern with %s answers 400 with a msg", async (_case, pattern, message) => {
 		const answer = await api.get(`/game?title=${encodeURIComponent(pattern)}`);
 		expect(answer.status).toBe(400);
 		expect(answer.body.errors[0]).toMatchObject({ field: "title", message });
+	});
+
+	test("a title filter of 200 characters is taken, characters counted as code points as a title's are", async () => {
+		expect((await api.get(`/game?title=${encodeURIComponent("🎲".repeat(200))}`)).status).toBe(200);
 	});
 
 	test("idCategory keeps only the games of exactly that category", async () => {
