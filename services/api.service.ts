@@ -27,6 +27,7 @@ import {
 	checkJsonBody,
 	conditionalOnlyForReads,
 	unconditional,
+	utf8Only,
 	jsonBodyOnly,
 	limitUrlLength,
 	paramsFromOnePlace,
@@ -104,7 +105,7 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 					autoAliases: false,
 					// Every GET path answers HEAD too, with the GET's headers (docs/http.md).
 					aliases: withHead(aliases),
-					bodyParsers: { json: { limit: options.bodyLimit } },
+					bodyParsers: { json: { limit: options.bodyLimit, verify: utf8Only } },
 					use: [
 						limitUrlLength,
 						jsonBodyOnly,

@@ -32,6 +32,7 @@ export const texts = {
 	unprintableText: "The '{field}' field must not contain control characters or invalid Unicode.",
 	malformedJson: "The request body is not valid JSON",
 	bodyNotDecoded: "The request body is not in the Content-Encoding it names",
+	bodyNotUtf8: "The request body is not UTF-8 text: send it as UTF-8",
 	bodyNotJson: "The request body is read as JSON only: send it with Content-Type: application/json",
 	bodyTooLarge: "The request body is too large",
 	bodyTooDeep: "The request body is nested too deeply",
@@ -99,6 +100,8 @@ export const duplicateInBatch = (id: string) => new CatalogueError(texts.importe
 /** An import batch with an id that another writer (an import at the same time) stored between the batch's look-up and its insert. */
 export const storedMeanwhile = () => new CatalogueError(texts.importedMeanwhile, "STORED_MEANWHILE");
 
+/** The type of the body parser's error for a body that is not UTF-8 (lib/http/http-guards.ts utf8Only). */
+export const NOT_UTF8 = "entity.not.utf8";
 /** The type of the 405 of a method a path does not answer (lib/http/methods.ts); its data's `allow` is the Allow header. */
 export const METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED";
 /** 405 for `method` on a path that answers `allowed`; a POST where `collection` creates with PUT is told so. */

@@ -2,6 +2,7 @@ import {
 	isUnreachable,
 	METHOD_NOT_ALLOWED,
 	NO_WRITE_ROLE,
+	NOT_UTF8,
 	PROVIDER_UNREACHABLE,
 	SIGN_IN_MISCONFIGURED,
 	STREAMS_FULL,
@@ -67,6 +68,8 @@ export function toFailure(error: unknown): Failure {
 			return { status: 400, body: { msg: errors[0].message, errors } };
 		case err.type === "entity.parse.failed":
 			return { status: 400, body: { msg: texts.malformedJson } };
+		case err.type === NOT_UTF8:
+			return { status: 400, body: { msg: texts.bodyNotUtf8 } };
 		// zlib's, for a body the body parser could not inflate: moleculer-web passes its code on as the error's code.
 		case typeof err.code === "string" && ZLIB_FAILURE.test(err.code):
 			return { status: 400, body: { msg: texts.bodyNotDecoded } };

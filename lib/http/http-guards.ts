@@ -4,9 +4,18 @@ import type { Duplex } from "node:stream";
 import { Errors } from "moleculer";
 import helmet from "helmet";
 import ApiGateway from "moleculer-web";
-import { texts } from "../catalogue/errors";
+import { isUtf8 } from "node:buffer";
+import { NOT_UTF8, texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 import { isRead, isRouted } from "./methods";
+
+/**
+ * The JSON body parser's `verify`: a body said to be UTF-8 (or saying nothing) whose bytes are not (Latin-1 names, say) is a 400,
+ * where the parser would store U+FFFD in place of each letter it could not read. Other charsets (UTF-16) are the parser's to decode.
+ */
+export function utf8Only(_req: IncomingMessage, _res: ServerResponse, body: Buffer, encoding: string): void {
+	if (encoding.toLowerCase() === "utf-8" && !isUtf8(body)) throw Object.assign(new Error(texts.bodyNotUtf8), { type: NOT_UTF8 });
+}
 
 /** Connect-style middleware, as moleculer-web runs them in a route's `use`. */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;

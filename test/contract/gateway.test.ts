@@ -157,6 +157,21 @@ describe("the gateway", () => {
 		},
 	);
 
+	test.each(["application/json", "application/json; charset=utf-8"])(
+		"a body as %s that is not UTF-8 (a name in Latin-1) answers 400 with a msg and stores nothing, not U+FFFD in its place",
+		async type => {
+			const before = (await api.get("/author")).body;
+			const latin1 = Buffer.from('{"name":"Jos\xe9 Garc\xeda","nationality":"Espa\xf1ola"}', "latin1");
+			const answer = await api.send("PUT", "/author", undefined, latin1, { "Content-Type": type });
+			expectCleanFailure(answer, 400);
+			expect(answer.body).toEqual({ msg: "The request body is not UTF-8 text: send it as UTF-8" });
+			expect((await api.get("/author")).body).toEqual(before);
+			// The same text in UTF-8 is stored as sent.
+			const utf8 = await api.send("PUT", "/author", undefined, latin1.toString("latin1"), { "Content-Type": type });
+			expect(utf8.body.author).toMatchObject({ name: "José García", nationality: "Española" });
+		},
+	);
+
 	test.each(["application/json", "application/json; charset=utf-8", "APPLICATION/JSON"])("a body sent as %s is read", async type => {
 		const answer = await api.send("PUT", "/category", undefined, JSON.stringify({ name: "Typed" }), { "Content-Type": type });
 		expect(answer.status).toBe(200);
