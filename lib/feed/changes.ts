@@ -57,6 +57,12 @@ export interface FeedPage extends FeedBounds {
 /** How long, and how many changes per service, a feed keeps: a follower further behind starts again from a full read. */
 export const FEED_RETENTION = { maxAgeMs: 7 * 24 * 3600_000, maxChanges: 100_000 };
 
+/** The table (SQLite) or collection (MongoDB) that keeps the feed of `collection`, beside its records. */
+export const feedName = (collection: string) => `${collection}_changes`;
+
+/** The key, in `catalogue_meta`, of the seq up to which the feed of `collection` is published to JetStream (the outbox's end). */
+export const publishedKey = (collection: string) => `published ${collection}`;
+
 /** The most changes one read of a feed answers. */
 export const FEED_PAGE = 500;
 

@@ -3,6 +3,7 @@
  * `<collection>_changes` under its `seq` as `_id`, the seqs handed out by a counter in `catalogue_meta` that the same transaction
  * raises. Transactions need a replica set; a feed on a server that is not one stops the start (`feedlessServer`).
  */
+import { feedName, publishedKey } from "../feed/changes";
 import type { RecordedWrite, Recorded } from "./sqlite-adapter";
 
 type Doc = Record<string, unknown>;
@@ -37,9 +38,8 @@ export interface MongoStore {
 	collection: Collection & { collectionName: string };
 }
 
-/** Where the counter of `collection`'s seqs and its published mark are kept, in `catalogue_meta`. */
+/** Where the counter of `collection`'s seqs is kept, in `catalogue_meta` beside its published mark (publishedKey). */
 const counterKey = (collection: string) => `feed ${collection}`;
-const publishedKey = (collection: string) => `published ${collection}`;
 
 /**
  * The feed is read at read concern `majority` outside the writes' transactions (which have their own): a change whose write a
@@ -48,7 +48,7 @@ const publishedKey = (collection: string) => `published ${collection}`;
 const READ = { readConcern: { level: "majority" } };
 
 const meta = (store: MongoStore, options?: Doc) => store.db.collection("catalogue_meta", options);
-const feedOf = (store: MongoStore, options?: Doc) => store.db.collection(`${store.collection.collectionName}_changes`, options);
+const feedOf = (store: MongoStore, options?: Doc) => store.db.collection(feedName(store.collection.collectionName), options);
 
 /**
  * Why the server of `store` cannot keep a feed (it is not a replica set, so it has no transactions), or undefined when it can.

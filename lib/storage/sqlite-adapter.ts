@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import { feedName, publishedKey } from "../feed/changes";
 import { column, extracted, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
 import { inTransaction, openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
 import { migrateNeDbFile } from "./nedb-migration";
@@ -73,7 +74,7 @@ export class SqliteAdapter {
 		this.columns = new Set([...indexes, ...sparseIndexes, ...orders.flat()].filter(field => field !== "_id"));
 		const named = ["_id", "doc", ...[...this.columns].map(field => column(field, this.columns))];
 		this.inserted = `${options.collection} (${named.join(", ")}) VALUES (${named.map(() => "?").join(", ")})`;
-		this.feed = `${options.collection}_changes`;
+		this.feed = feedName(options.collection);
 	}
 
 	/** The values of an inserted row: the id, the other fields as JSON, each column's field. */
@@ -422,7 +423,7 @@ export class SqliteAdapter {
 
 	/** The seq up to which the feed is published to the cluster's stream (the outbox's end), in `catalogue_meta`. */
 	private get publishedSql(): string {
-		return `coalesce((SELECT CAST(value AS INTEGER) FROM catalogue_meta WHERE key = 'published ${this.options.collection}'), 0)`;
+		return `coalesce((SELECT CAST(value AS INTEGER) FROM catalogue_meta WHERE key = '${publishedKey(this.options.collection)}'), 0)`;
 	}
 
 	/** The outbox: the changes after `published` (up to `last`), the first `limit` of them, and when the oldest was written (ms). */
@@ -442,7 +443,7 @@ export class SqliteAdapter {
 
 	/** Notes that the changes up to `seq` are published; a note behind another replica's is not written. */
 	markPublished(seq: number): Promise<void> {
-		const key = `published ${this.options.collection}`;
+		const key = publishedKey(this.options.collection);
 		return this.write(db => {
 			db.prepare(
 				"INSERT INTO catalogue_meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",

@@ -6,6 +6,8 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import path from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
+import { DATA_SERVICE_NAMES } from "../catalogue/services";
+import { feedName, publishedKey } from "../feed/changes";
 import { databaseFile, LOCK_FILE } from "./location";
 
 /** What `catalogue_meta` says a catalogue's database is; a file without it is not one. */
@@ -214,14 +216,14 @@ function restartFeeds(db: DatabaseSync): string | undefined {
 		const note = db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(BACKUP_NOTE) as { value: string } | undefined;
 		if (!note) return undefined;
 		const from = Date.now() * 100;
-		const feeds = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE '%\\_changes' ESCAPE '\\'").all() as {
-			name: string;
-		}[];
-		for (const { name } of feeds) {
-			db.exec(`DELETE FROM "${name}"`);
-			db.prepare("DELETE FROM sqlite_sequence WHERE name = ?").run(name);
-			db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(name, from);
-			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES (?, ?)").run(`published ${name.slice(0, -"_changes".length)}`, from);
+		const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[];
+		const names = new Set(tables.map(({ name }) => name));
+		for (const collection of DATA_SERVICE_NAMES.filter(name => names.has(feedName(name)))) {
+			const feed = feedName(collection);
+			db.exec(`DELETE FROM "${feed}"`);
+			db.prepare("DELETE FROM sqlite_sequence WHERE name = ?").run(feed);
+			db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(feed, from);
+			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES (?, ?)").run(publishedKey(collection), from);
 		}
 		db.prepare("DELETE FROM catalogue_meta WHERE key = ?").run(BACKUP_NOTE);
 		return note.value;
