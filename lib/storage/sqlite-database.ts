@@ -148,7 +148,7 @@ function compiled(source: string, givenFlags: string): RegExp {
 	return pattern;
 }
 
-/** A connection with the catalogue's settings: WAL, `synchronous=NORMAL` (docs/storage.md, "Durability"), the `$regex` function. */
+/** A connection with the catalogue's settings: WAL, `synchronous=NORMAL` (docs/storage.md, "What a crash can and cannot lose"), the `$regex` function. */
 function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSync {
 	const db = new DatabaseSync(file, { readOnly: options.readOnly ?? false, timeout: BUSY_WAIT_MS });
 	try {
