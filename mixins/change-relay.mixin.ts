@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ServiceBroker } from "moleculer";
+import { ErrorCode, type NatsError } from "nats";
 import { outboxStalled } from "../lib/catalogue/errors";
 import type { Kind } from "../lib/catalogue/kind";
 import { config } from "../lib/config/config";
@@ -17,6 +18,12 @@ const RELAY_EVERY_MS = 1000;
  * mark) then carries what came in meanwhile, not one change (docs/performance.md, "The change feed").
  */
 export const RELAY_GAP_MS = 10;
+
+/**
+ * Whether a publish failed because no stream takes the feed's subjects: nobody answered it ("no responders"). A stream that refuses a
+ * change answers with its reason (`api_error`), which nats.js gives the same code for some.
+ */
+const streamGone = (err: Error) => (err as NatsError).code === (ErrorCode.NoResponders as string) && !(err as NatsError).api_error;
 
 /** How often each data node reads the lag of the stream's durable consumers, for the metric. */
 const LAG_EVERY_MS = 15_000;
@@ -100,8 +107,10 @@ export function changeRelay(kind: Kind) {
 						relay.failure = undefined;
 					})
 					.catch((err: Error) => {
-						// The stream may be gone (deleted, or a NATS started without its store): made again at the next try.
-						relay.streamMade = false;
+						// No stream took the publish (deleted, or a NATS started without its store): made again at the next try. Other
+						// failures (NATS away, a timeout) leave the stream as it is: during a rollout of CHANGE_FEED_REPLICAS a node of the
+						// version before would otherwise set its replicas back after each failure.
+						if (streamGone(err)) relay.streamMade = false;
 						if (relay.failure !== err.message)
 							this.logger.warn(`The ${kind.service} changes are not published to JetStream yet:`, err.message);
 						relay.failure = err.message;

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { AckPolicy, connect, type JetStreamManager, type NatsConnection } from "nats";
+import { AckPolicy, connect, DiscardPolicy, type JetStreamManager, type NatsConnection } from "nats";
 import { ServiceBroker } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import type { Change } from "../../lib/feed/changes";
@@ -196,6 +196,35 @@ test("under steady writes the relay pauses before a cycle asked for while one ra
 	// Fewer cycles than writes: each carried several changes.
 	expect(cycles.length).toBeLessThan(60);
 });
+
+test("a stream deleted under the relay is made again, with the changes written meanwhile", async () => {
+	await jsm.streams.delete(CHANGES_STREAM);
+	const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "After the stream went" });
+	await until("the stream holds the change", async () => {
+		const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
+		return last.json<Change>().record.id === category.id;
+	});
+}, 20_000);
+
+test("a publish the stream refuses leaves the stream's settings as another version set them, and goes through once taken", async () => {
+	// During a rollout of CHANGE_FEED_REPLICAS, nodes of two versions publish to one stream: each sets it once, at its start, and not
+	// again after a failure, or the older would set it back.
+	const { config, state } = await jsm.streams.info(CHANGES_STREAM);
+	const otherVersion = config.max_bytes / 2;
+	await jsm.streams.update(CHANGES_STREAM, { ...config, max_bytes: otherVersion, max_msgs: state.messages, discard: DiscardPolicy.New });
+	const relay = () => (broker.getLocalService("categories") as unknown as { relay: { failure?: string } }).relay;
+	const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "Refused at first" });
+	await until("the stream refused the change", () => Promise.resolve(relay().failure !== undefined));
+	// Long enough for the relay's next cycles (one a second), which would make the stream again.
+	await new Promise(resolve => setTimeout(resolve, 1500));
+	await jsm.streams.update(CHANGES_STREAM, { ...config, max_bytes: otherVersion });
+	await until("the change is in the stream", async () => {
+		const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
+		return last.json<Change>().record.id === category.id;
+	});
+	expect((await jsm.streams.info(CHANGES_STREAM)).config.max_bytes).toBe(otherVersion);
+	await jsm.streams.update(CHANGES_STREAM, config);
+}, 20_000);
 
 test("a NATS without JetStream: the outbox is seen waiting, and readiness names the service's changes once it has waited 30 s", async () => {
 	const folder = mkdtempSync(path.join(tmpdir(), "nats-no-jetstream-"));
