@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ServiceBroker } from "moleculer";
-import { ErrorCode, type NatsError } from "nats";
 import { outboxStalled } from "../lib/catalogue/errors";
 import type { Kind } from "../lib/catalogue/kind";
 import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
 import { FEED_PAGE, type Change } from "../lib/feed/changes";
-import { consumerLags, ensureStream, publishChanges } from "../lib/feed/jetstream";
+import { consumerLags, ensureStream, failureReason, publishChanges } from "../lib/feed/jetstream";
 import { markPublished, unpublished } from "../lib/storage/adapter";
 import { asMixin, type Row } from "./db.mixin";
 
@@ -18,12 +17,6 @@ const RELAY_EVERY_MS = 1000;
  * mark) then carries what came in meanwhile, not one change (docs/performance.md, "The change feed").
  */
 export const RELAY_GAP_MS = 10;
-
-/**
- * Whether a publish failed because no stream takes the feed's subjects: nobody answered it ("no responders"). A stream that refuses a
- * change answers with its reason (`api_error`), which nats.js gives the same code for some.
- */
-const streamGone = (err: Error) => (err as NatsError).code === (ErrorCode.NoResponders as string) && !(err as NatsError).api_error;
 
 /** How often each data node reads the lag of the stream's durable consumers, for the metric. */
 const LAG_EVERY_MS = 15_000;
@@ -75,7 +68,8 @@ interface Relay {
 	again: boolean;
 	/** Set when the service stops: no cycle starts after. */
 	stopped: boolean;
-	streamMade: boolean;
+	/** `set` at the first publish: the stream made or brought to this configuration; `lookedFor` after a failure: made if gone. */
+	stream: "set" | "lookedFor" | "made";
 	/** Why the last relay failed, until one succeeds; logged once per reason. */
 	failure?: string;
 	/** When the oldest change not yet published was written; null when none waits. */
@@ -107,13 +101,13 @@ export function changeRelay(kind: Kind) {
 						relay.failure = undefined;
 					})
 					.catch((err: Error) => {
-						// No stream took the publish (deleted, or a NATS started without its store): made again at the next try. Other
-						// failures (NATS away, a timeout) leave the stream as it is: during a rollout of CHANGE_FEED_REPLICAS a node of the
-						// version before would otherwise set its replicas back after each failure.
-						if (streamGone(err)) relay.streamMade = false;
-						if (relay.failure !== err.message)
-							this.logger.warn(`The ${kind.service} changes are not published to JetStream yet:`, err.message);
-						relay.failure = err.message;
+						const reason = failureReason(err);
+						// The stream may be gone (deleted, or a NATS started without its store): looked for at the next try, and made
+						// again if JetStream has none; one that is there keeps its settings (ensureStream).
+						if (relay.stream === "made") relay.stream = "lookedFor";
+						if (relay.failure !== reason)
+							this.logger.warn(`The ${kind.service} changes are not published to JetStream yet:`, reason);
+						relay.failure = reason;
 					})
 					.finally(() => {
 						if (!relay.again) {
@@ -137,9 +131,9 @@ export function changeRelay(kind: Kind) {
 					const outbox = await unpublished(this.adapter, FEED_PAGE);
 					this.noteOutbox(outbox);
 					if (outbox.changes.length === 0) return;
-					if (!relay.streamMade) {
-						await ensureStream(await nats.jetstreamManager(), config.feedReplicas);
-						relay.streamMade = true;
+					if (relay.stream !== "made") {
+						await ensureStream(await nats.jetstreamManager(), config.feedReplicas, relay.stream === "lookedFor");
+						relay.stream = "made";
 					}
 					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);
 					if (last !== undefined) await markPublished(this.adapter, last);
@@ -179,7 +173,7 @@ export function changeRelay(kind: Kind) {
 			},
 		},
 		created() {
-			this.relay = { again: false, stopped: false, streamMade: false, oldestAt: null };
+			this.relay = { again: false, stopped: false, stream: "set", oldestAt: null };
 		},
 		started() {
 			if (!natsConnection(this.broker) || !config.changeFeed) return;

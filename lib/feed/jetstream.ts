@@ -3,7 +3,7 @@
  * change under `catalogue.changes.<kind>.<type>` with its id as JetStream's de-duplication key, so that a change published again
  * (after a crash between the publish and its note, or by two replicas) is stored once.
  */
-import { nanos, type JetStreamManager, type NatsConnection, type PubAck, type StreamConfig } from "nats";
+import { nanos, type JetStreamManager, type NatsConnection, type NatsError, type PubAck, type StreamConfig, type StreamInfo } from "nats";
 import { FEED_RETENTION, type Change } from "./changes";
 
 export const CHANGES_STREAM = "CATALOGUE_CHANGES";
@@ -44,13 +44,35 @@ export async function consumerLags(jsm: JetStreamManager): Promise<{ consumer: s
 }
 
 /**
- * Makes the stream, or brings an existing one to this configuration: JetStream copies an existing stream to the servers a raised
- * `replicas` adds. A lone server refuses more than 1, and the relay reports its words (readiness, the log).
+ * Why a JetStream call failed, in words: JetStream's own reason when it gave one (nats.js names several of them only `503`), else
+ * the client's ("503" for a request nobody answered, "TIMEOUT").
  */
-export async function ensureStream(jsm: JetStreamManager, replicas: number): Promise<void> {
-	const existing = await jsm.streams.info(CHANGES_STREAM).catch(() => undefined);
-	if (existing) await jsm.streams.update(CHANGES_STREAM, { ...existing.config, ...streamConfig(replicas) });
-	else await jsm.streams.add(streamConfig(replicas));
+export const failureReason = (err: Error) => (err as NatsError).api_error?.description ?? err.message;
+
+/** JetStream's code for a stream it does not have. */
+const STREAM_NOT_FOUND = 10059;
+
+/** The stream as JetStream has it, or nothing when it has none; any other failure (a timeout, an election, no JetStream) is thrown. */
+async function existingStream(jsm: JetStreamManager): Promise<StreamInfo | undefined> {
+	try {
+		return await jsm.streams.info(CHANGES_STREAM);
+	} catch (err) {
+		if ((err as NatsError).api_error?.err_code === STREAM_NOT_FOUND) return undefined;
+		throw err;
+	}
+}
+
+/**
+ * Makes the stream when JetStream has none, and brings an existing one to this configuration unless `keep`: JetStream copies an
+ * existing stream to the servers a raised `replicas` adds. A lone server refuses more than 1, and the relay reports its words
+ * (readiness, the log). A relay brings the stream to its configuration at its first publish, and after a failed publish only makes
+ * it again if it is gone (`keep`): during a rollout of a new CHANGE_FEED_REPLICAS, the nodes of the version before would otherwise
+ * set the stream back whenever a publish failed.
+ */
+export async function ensureStream(jsm: JetStreamManager, replicas: number, keep = false): Promise<void> {
+	const existing = await existingStream(jsm);
+	if (!existing) await jsm.streams.add(streamConfig(replicas));
+	else if (!keep) await jsm.streams.update(CHANGES_STREAM, { ...existing.config, ...streamConfig(replicas) });
 }
 
 /**

@@ -197,34 +197,67 @@ test("under steady writes the relay pauses before a cycle asked for while one ra
 	expect(cycles.length).toBeLessThan(60);
 });
 
+/** The relay of the categories service: why its last cycle failed, until one succeeds. */
+const categoriesRelay = () => (broker.getLocalService("categories") as unknown as { relay: { failure?: string } }).relay;
+
+/** Resolves once the stream holds the latest created category's change, for `id`. */
+const untilStored = (id: string) =>
+	until("the change is in the stream", async () => {
+		const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
+		return last.json<Change>().record.id === id;
+	});
+
 test("a stream deleted under the relay is made again, with the changes written meanwhile", async () => {
 	await jsm.streams.delete(CHANGES_STREAM);
 	const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "After the stream went" });
-	await until("the stream holds the change", async () => {
-		const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
-		return last.json<Change>().record.id === category.id;
-	});
+	await untilStored(category.id);
 }, 20_000);
 
-test("a publish the stream refuses leaves the stream's settings as another version set them, and goes through once taken", async () => {
-	// During a rollout of CHANGE_FEED_REPLICAS, nodes of two versions publish to one stream: each sets it once, at its start, and not
-	// again after a failure, or the older would set it back.
-	const { config, state } = await jsm.streams.info(CHANGES_STREAM);
-	const otherVersion = config.max_bytes / 2;
-	await jsm.streams.update(CHANGES_STREAM, { ...config, max_bytes: otherVersion, max_msgs: state.messages, discard: DiscardPolicy.New });
-	const relay = () => (broker.getLocalService("categories") as unknown as { relay: { failure?: string } }).relay;
-	const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "Refused at first" });
-	await until("the stream refused the change", () => Promise.resolve(relay().failure !== undefined));
-	// Long enough for the relay's next cycles (one a second), which would make the stream again.
-	await new Promise(resolve => setTimeout(resolve, 1500));
-	await jsm.streams.update(CHANGES_STREAM, { ...config, max_bytes: otherVersion });
-	await until("the change is in the stream", async () => {
-		const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
-		return last.json<Change>().record.id === category.id;
-	});
-	expect((await jsm.streams.info(CHANGES_STREAM)).config.max_bytes).toBe(otherVersion);
-	await jsm.streams.update(CHANGES_STREAM, config);
-}, 20_000);
+// During a rollout of CHANGE_FEED_REPLICAS, nodes of two versions publish to one stream: each sets it at its first publish, and not
+// again after a failure, or the older would set it back. The other version's mark here: half the stream's bytes.
+describe("a publish that fails leaves the stream's settings as another version set them", () => {
+	test("the stream refuses the change (full, discarding new ones); it goes through once taken", async () => {
+		await until("the relay's last cycle succeeded", () => Promise.resolve(categoriesRelay().failure === undefined));
+		const { config, state } = await jsm.streams.info(CHANGES_STREAM);
+		const otherVersion = { ...config, max_bytes: config.max_bytes / 2 };
+		try {
+			await jsm.streams.update(CHANGES_STREAM, { ...otherVersion, max_msgs: state.messages, discard: DiscardPolicy.New });
+			const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "Refused at first" });
+			await until("the stream refused the change", () => Promise.resolve(/maximum messages/.test(categoriesRelay().failure ?? "")));
+			// Long enough for the relay's next cycles (one a second).
+			await new Promise(resolve => setTimeout(resolve, 1500));
+			await jsm.streams.update(CHANGES_STREAM, otherVersion);
+			await untilStored(category.id);
+			expect((await jsm.streams.info(CHANGES_STREAM)).config.max_bytes).toBe(otherVersion.max_bytes);
+		} finally {
+			await jsm.streams.update(CHANGES_STREAM, config);
+		}
+	}, 20_000);
+
+	test("nobody answers the publish while the stream is there (as while a NATS cluster elects its leader)", async () => {
+		await until("the relay's last cycle succeeded", () => Promise.resolve(categoriesRelay().failure === undefined));
+		const { config } = await jsm.streams.info(CHANGES_STREAM);
+		const otherVersion = { ...config, max_bytes: config.max_bytes / 2 };
+		try {
+			await jsm.streams.update(CHANGES_STREAM, { ...otherVersion, subjects: ["elsewhere.>"] });
+			const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", {
+				name: "Unanswered at first",
+			});
+			await until("nobody answered the publish", () => Promise.resolve(categoriesRelay().failure === "503"));
+			await new Promise(resolve => setTimeout(resolve, 1500));
+			// Left as it was through the relay's next cycles (one a second): JetStream has the stream.
+			expect((await jsm.streams.info(CHANGES_STREAM)).config).toMatchObject({
+				subjects: ["elsewhere.>"],
+				max_bytes: otherVersion.max_bytes,
+			});
+			await jsm.streams.update(CHANGES_STREAM, otherVersion);
+			await untilStored(category.id);
+			expect((await jsm.streams.info(CHANGES_STREAM)).config.max_bytes).toBe(otherVersion.max_bytes);
+		} finally {
+			await jsm.streams.update(CHANGES_STREAM, config);
+		}
+	}, 20_000);
+});
 
 test("a NATS without JetStream: the outbox is seen waiting, and readiness names the service's changes once it has waited 30 s", async () => {
 	const folder = mkdtempSync(path.join(tmpdir(), "nats-no-jetstream-"));
