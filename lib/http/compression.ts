@@ -5,7 +5,7 @@ import Negotiator from "negotiator";
 
 /**
  * Compresses an answer for clients that ask (docs/caching.md): as a whole, in zlib's thread pool, handed to moleculer-web as bytes.
- * Not the compression package, which wraps every response and slowed all later requests (docs/performance.md).
+ * Not the compression package, which wraps every response and slowed all later requests (docs/caching.md, "Compression").
  */
 
 /** Answers of at least this many bytes are compressed; smaller ones cost more to compress than they save. */

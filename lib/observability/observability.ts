@@ -47,7 +47,7 @@ const TO_STDERR = new Set(["fatal", "error", "warn"]);
 
 /**
  * moleculer's console logger, written with `process.stdout.write` (stderr for warnings and errors) instead of `console.log`:
- * Node hands every console call to its inspector too, which costs a small read dearly (docs/performance.md).
+ * Node hands every console call to its inspector too, which costs a small read dearly.
  */
 class StreamLogger extends Loggers.Console {
 	override getLogHandler(bindings: LoggerBindings) {

@@ -190,7 +190,7 @@ test("GET /game of 100,000 games made afresh in one process: read from the store
 	const { adapter } = localService<{
 		adapter: { database?: Connections<Iterating>; entityToObject(doc: object): object };
 	}>(catalogue, "games");
-	// MongoDB's adapter answers a query at once (docs/performance.md); its reads are not SQLite's statements.
+	// MongoDB's adapter answers a query at once; its reads are not SQLite's statements.
 	if (process.env.MONGO_URI) return expect(adapter.database).toBeUndefined();
 	const entityToObject = adapter.entityToObject.bind(adapter);
 	let read = 0;

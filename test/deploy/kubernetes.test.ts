@@ -211,7 +211,7 @@ describe("deploy/kubernetes", () => {
 			const rows = read("docs/performance.md")
 				.split("\n")
 				.filter(line => line.startsWith("| distributed |") && line.includes("api "));
-			// Every growth run the page reports (each at 10,000 and 100,000 games).
+			// Every growth run the page reports (each at 1,000, 10,000 and 100,000 games).
 			expect(rows.length).toBeGreaterThanOrEqual(2);
 			const rss = (service: string) => rows.map(row => Number(new RegExp(`${service} ([\\d.]+) MB`).exec(row)![1]) * 2 ** 20);
 			const bytes = (quantity: string) => Number(/^(\d+)([MG])i$/.exec(quantity)![1]) * 2 ** (quantity.endsWith("Gi") ? 30 : 20);
