@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { AckPolicy, connect, DiscardPolicy, type JetStreamManager, type NatsConnection } from "nats";
+import { AckPolicy, connect, DiscardPolicy, type JetStreamManager, type NatsConnection, type StreamConfig, type StreamInfo } from "nats";
 import { ServiceBroker } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import type { Change } from "../../lib/feed/changes";
@@ -216,47 +216,41 @@ test("a stream deleted under the relay is made again, with the changes written m
 // During a rollout of CHANGE_FEED_REPLICAS, nodes of two versions publish to one stream: each sets it at its first publish, and not
 // again after a failure, or the older would set it back. The other version's mark here: half the stream's bytes.
 describe("a publish that fails leaves the stream's settings as another version set them", () => {
-	test("the stream refuses the change (full, discarding new ones); it goes through once taken", async () => {
+	/**
+	 * Sets the stream as another version would, with `failing` on top; writes a category; waits until the relay has failed for
+	 * `reason`, and through its next cycles (one a second), in which the stream keeps every setting; then takes `failing` away: the
+	 * change goes through, and the other version's setting stays.
+	 */
+	async function failsThenGoesThrough(failing: (stream: StreamInfo) => Partial<StreamConfig>, reason: RegExp) {
 		await until("the relay's last cycle succeeded", () => Promise.resolve(categoriesRelay().failure === undefined));
-		const { config, state } = await jsm.streams.info(CHANGES_STREAM);
-		const otherVersion = { ...config, max_bytes: config.max_bytes / 2 };
+		const stream = await jsm.streams.info(CHANGES_STREAM);
+		const otherVersion = { ...stream.config, max_bytes: stream.config.max_bytes / 2 };
+		const failed = { max_bytes: otherVersion.max_bytes, ...failing(stream) };
 		try {
-			await jsm.streams.update(CHANGES_STREAM, { ...otherVersion, max_msgs: state.messages, discard: DiscardPolicy.New });
-			const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "Refused at first" });
-			await until("the stream refused the change", () => Promise.resolve(/maximum messages/.test(categoriesRelay().failure ?? "")));
-			// Long enough for the relay's next cycles (one a second).
+			await jsm.streams.update(CHANGES_STREAM, { ...otherVersion, ...failed });
+			const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", { name: "Failed at first" });
+			await until(`the relay failed for ${reason}`, () => Promise.resolve(reason.test(categoriesRelay().failure ?? "")));
 			await new Promise(resolve => setTimeout(resolve, 1500));
+			expect((await jsm.streams.info(CHANGES_STREAM)).config).toMatchObject(failed);
 			await jsm.streams.update(CHANGES_STREAM, otherVersion);
 			await untilStored(category.id);
 			expect((await jsm.streams.info(CHANGES_STREAM)).config.max_bytes).toBe(otherVersion.max_bytes);
 		} finally {
-			await jsm.streams.update(CHANGES_STREAM, config);
+			await jsm.streams.update(CHANGES_STREAM, stream.config);
 		}
-	}, 20_000);
+	}
 
-	test("nobody answers the publish while the stream is there (as while a NATS cluster elects its leader)", async () => {
-		await until("the relay's last cycle succeeded", () => Promise.resolve(categoriesRelay().failure === undefined));
-		const { config } = await jsm.streams.info(CHANGES_STREAM);
-		const otherVersion = { ...config, max_bytes: config.max_bytes / 2 };
-		try {
-			await jsm.streams.update(CHANGES_STREAM, { ...otherVersion, subjects: ["elsewhere.>"] });
-			const { category } = await broker.call<{ category: { id: string } }, object>("categories.create", {
-				name: "Unanswered at first",
-			});
-			await until("nobody answered the publish", () => Promise.resolve(categoriesRelay().failure === "503"));
-			await new Promise(resolve => setTimeout(resolve, 1500));
-			// Left as it was through the relay's next cycles (one a second): JetStream has the stream.
-			expect((await jsm.streams.info(CHANGES_STREAM)).config).toMatchObject({
-				subjects: ["elsewhere.>"],
-				max_bytes: otherVersion.max_bytes,
-			});
-			await jsm.streams.update(CHANGES_STREAM, otherVersion);
-			await untilStored(category.id);
-			expect((await jsm.streams.info(CHANGES_STREAM)).config.max_bytes).toBe(otherVersion.max_bytes);
-		} finally {
-			await jsm.streams.update(CHANGES_STREAM, config);
-		}
-	}, 20_000);
+	test(
+		"the stream refuses the change (full, discarding new ones); it goes through once taken",
+		() => failsThenGoesThrough(({ state }) => ({ max_msgs: state.messages, discard: DiscardPolicy.New }), /maximum messages/),
+		20_000,
+	);
+
+	test(
+		"nobody answers the publish while the stream is there (as while a NATS cluster elects its leader)",
+		() => failsThenGoesThrough(() => ({ subjects: ["elsewhere.>"] }), /^503$/),
+		20_000,
+	);
 });
 
 test("a NATS without JetStream: the outbox is seen waiting, and readiness names the service's changes once it has waited 30 s", async () => {
