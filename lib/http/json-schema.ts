@@ -43,11 +43,12 @@ export function isOptional(rule: Rule): boolean {
 
 function stringSchema(rule: RuleObject): JsonSchema {
 	const minLength = rule.empty === false ? Math.max(1, rule.min ?? 1) : rule.min;
+	const maxLength = rule.max ?? rule.maxCharacters;
 	const pattern = rule.pattern instanceof RegExp ? rule.pattern.source : rule.pattern;
 	return {
 		type: "string",
 		...(minLength !== undefined && { minLength }),
-		...((rule.max ?? rule.maxCharacters) !== undefined && { maxLength: rule.max ?? rule.maxCharacters }),
+		...(maxLength !== undefined && { maxLength }),
 		...(pattern !== undefined && { pattern }),
 		...(rule.trim && { description: "Leading and trailing white space is removed before the checks." }),
 	};
