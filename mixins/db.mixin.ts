@@ -6,7 +6,7 @@ import { config } from "../lib/config/config";
 import { errorHooks, notFound, writesRefused } from "../lib/catalogue/errors";
 import { actionParams, storeIndexes, type Kind } from "../lib/catalogue/kind";
 import { newId } from "../lib/catalogue/ids";
-import { createAdapter, findInSteps, prepareStore, refusedWrites } from "../lib/storage/adapter";
+import { createAdapter, findInSteps, prepareStore, refusedWrites, updateOne } from "../lib/storage/adapter";
 import { cachedFrom, generationNews, generationsMoveOn } from "./cache.mixin";
 
 /** A stored record as the services hand it out: `id`, never `_id`. */
@@ -61,6 +61,7 @@ export function claimStore(store: Store, visible: Record<string, unknown> = {}):
 	return {
 		findById: id => store.adapter.findOne({ _id: id, ...visible }),
 		updateMany: (query, update) => store.adapter.updateMany(query, update),
+		updateOne: (query, update) => updateOne(store.adapter, { ...query, ...visible }, update),
 	};
 }
 

@@ -13,6 +13,8 @@ export interface ClaimStore {
 	findById(id: string): Promise<Record<string, unknown> | null | undefined>;
 	/** How many records matching `query` were changed. */
 	updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<number>;
+	/** Changes the record of `query` (which names its `_id`) by `update` in one atomic step: the record after, or nothing when none matched. */
+	updateOne(query: Record<string, unknown>, update: Record<string, unknown>): Promise<Record<string, unknown> | null | undefined>;
 }
 
 export interface Claim {
@@ -59,17 +61,22 @@ export async function unclaimed(store: ClaimStore, id: string, { field, leaseMs,
 	}
 }
 
-/** Takes the claim on record `id` for `token` (with `details`) once no other live claim is on it; the record as it was, or nothing. */
+/**
+ * Takes the claim on record `id` for `token` (with `details`) once no other live claim is on it; the record as it was, or nothing.
+ * A free record is claimed in one conditional write; only a record that was not free is read, to wait for it or find it gone.
+ */
 export async function claim(store: ClaimStore, id: string, token: string, options: ClaimOptions, details: object = {}) {
 	const { field } = options;
 	for (;;) {
-		const record = await unclaimed(store, id, options);
-		if (!record) return undefined;
-		const taken = await store.updateMany(
+		const taken = await store.updateOne(
 			{ _id: id, [field]: { $exists: false } },
 			{ $set: { [field]: { ...details, token, at: Date.now() } } },
 		);
-		if (taken > 0) return record;
+		if (taken) {
+			const { [field]: _claim, ...record } = taken;
+			return record;
+		}
+		if (!(await unclaimed(store, id, options))) return undefined;
 	}
 }
 

@@ -87,6 +87,16 @@ interface MongoWrites {
 }
 
 /**
+ * Changes the record of `query` (which names its `_id`) by `update` in one atomic step, in either store: the record after, or
+ * nothing when none matched. A claim is taken with it in one statement, not a read and then a conditional write.
+ */
+export async function updateOne(adapter: unknown, query: Record<string, unknown>, update: Record<string, unknown>) {
+	if (adapter instanceof SqliteAdapter) return adapter.updateOne(query, update);
+	const { value } = await (adapter as MongoStore).collection.findOneAndUpdate(query, update, { returnDocument: "after" });
+	return value ?? undefined;
+}
+
+/**
  * Runs `write` and records a change of each record it wrote in the collection's feed, in one transaction: how many records it
  * wrote, and the changes recorded. Without `changeOf` (CHANGE_FEED=off) the write alone, and no change.
  */

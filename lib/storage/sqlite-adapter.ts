@@ -308,12 +308,19 @@ export class SqliteAdapter {
 		return this.write(db => Number(db.prepare(`${sql} WHERE ${condition.sql}`).run(...values, ...condition.values).changes));
 	}
 
-	updateById(_id: string, update: Doc): Promise<Doc | undefined> {
+	/** The record of `query` (which names its `_id`) changed by `update` in one statement, as it is after; nothing when none matched. */
+	updateOne(query: Doc, update: Doc): Promise<Doc | undefined> {
+		const condition = where(query, this.columns);
 		const { sql, values } = this.updated(update);
 		return this.write(db => {
-			const row = db.prepare(`${sql} WHERE _id = ? RETURNING _id, doc`).get(...values, _id) as Row | undefined;
+			const row = db.prepare(`${sql} WHERE ${condition.sql} RETURNING _id, doc`).get(...values, ...condition.values) as
+				Row | undefined;
 			return row && toDoc(row);
 		});
+	}
+
+	updateById(_id: string, update: Doc): Promise<Doc | undefined> {
+		return this.updateOne({ _id }, update);
 	}
 
 	/** `UPDATE ... SET` of `update`: the new `doc`, and the columns of the fields it names. */

@@ -23,7 +23,11 @@ beforeEach(async () => {
 	});
 	adapter.init(new ServiceBroker({ logger: false }), {} as never);
 	await adapter.connect();
-	store = { findById: stored, updateMany: (query, update) => adapter.updateMany(query, update) };
+	store = {
+		findById: stored,
+		updateMany: (query, update) => adapter.updateMany(query, update),
+		updateOne: (query, update) => adapter.updateOne(query, update),
+	};
 	await adapter.insert({ _id: "a1", name: "Knizia" });
 });
 
@@ -31,6 +35,18 @@ describe("claim", () => {
 	test("takes a free record and answers it as it was", async () => {
 		expect(await claim(store, "a1", "t1", deleting)).toEqual({ _id: "a1", name: "Knizia" });
 		expect(await adapter.findById("a1")).toEqual({ _id: "a1", name: "Knizia", deleting: { token: "t1", at: expect.any(Number) } });
+	});
+
+	test("claims a free record in one write, without reading it first", async () => {
+		const reads = jest.spyOn(store, "findById");
+		expect(await claim(store, "a1", "t1", deleting)).toEqual({ _id: "a1", name: "Knizia" });
+		expect(reads).not.toHaveBeenCalled();
+		// A record claimed already is read: to wait for its claim, or to find it gone.
+		const second = claim(store, "a1", "t2", deleting);
+		expect(await stillPending(second)).toBe(true);
+		expect(reads).toHaveBeenCalledWith("a1");
+		await release(store, "a1", "t1", deleting);
+		await second;
 	});
 
 	test("stores the details given beside the token", async () => {
