@@ -54,6 +54,13 @@ const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 const toDoc = ({ _id, doc }: Row): Doc => Object.assign(JSON.parse(doc) as Doc, { _id });
 
 /**
+ * The record a write of one record (`... RETURNING _id, doc`) changed, or nothing. Its rows are read with `all`, never `get`:
+ * node:sqlite's `get` stops at the first row and drops what ending the statement reports, so the commit of a write in a transaction
+ * of its own that the disk refuses (SQLITE_FULL) would be answered as stored.
+ */
+const changedRow = (rows: unknown[]): Doc | undefined => (rows[0] ? toDoc(rows[0] as Row) : undefined);
+
+/**
  * moleculer-db's adapter on the embedded SQLite database (lib/storage/sqlite-database.ts), queries made by lib/storage/sqlite-query.ts.
  * Every write is one statement or one transaction, so it is whole or absent after any crash.
  */
@@ -312,11 +319,9 @@ export class SqliteAdapter {
 	updateOne(query: Doc, update: Doc): Promise<Doc | undefined> {
 		const condition = where(query, this.columns);
 		const { sql, values } = this.updated(update);
-		return this.write(db => {
-			const row = db.prepare(`${sql} WHERE ${condition.sql} RETURNING _id, doc`).get(...values, ...condition.values) as
-				Row | undefined;
-			return row && toDoc(row);
-		});
+		return this.write(db =>
+			changedRow(db.prepare(`${sql} WHERE ${condition.sql} RETURNING _id, doc`).all(...values, ...condition.values)),
+		);
 	}
 
 	updateById(_id: string, update: Doc): Promise<Doc | undefined> {
@@ -338,10 +343,7 @@ export class SqliteAdapter {
 	}
 
 	removeById(_id: string): Promise<Doc | undefined> {
-		return this.write(db => {
-			const row = db.prepare(`DELETE FROM ${this.options.collection} WHERE _id = ? RETURNING _id, doc`).get(_id) as Row | undefined;
-			return row && toDoc(row);
-		});
+		return this.write(db => changedRow(db.prepare(`DELETE FROM ${this.options.collection} WHERE _id = ? RETURNING _id, doc`).all(_id)));
 	}
 
 	clear(): Promise<number> {

@@ -9,6 +9,8 @@ import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqli
 import { DATABASE_FILE } from "../../lib/storage/location";
 import { openDatabase, openForReading } from "../../lib/storage/sqlite-database";
 import { orderBy, where } from "../../lib/storage/sqlite-query";
+import { runsWith } from "../support/not-run";
+import { canMountTmpfs, mountTmpfs, unmount } from "../support/tmpfs";
 import { turnsDuring } from "../support/turns";
 
 // The SQLite adapter on a real DATA_DIR, as moleculer-db drives it.
@@ -392,6 +394,43 @@ describe("SqliteAdapter", () => {
 		// The adapters' own hold on the database outlives the two released above.
 		await games.disconnect();
 		expect(await authors.findById("a1")).toEqual({ _id: "a1", name: "Uwe Rosenberg" });
+	});
+});
+
+describe("writes of one record that answer it, on a real full disk (a tmpfs)", () => {
+	if (
+		!runsWith(canMountTmpfs(), {
+			notRun: "The full-disk adapter tests did NOT run: they mount a small tmpfs, which needs root (or CAP_SYS_ADMIN)",
+			hint: "Run the tests as root, as CI does.",
+			name: "refuses answering writes a full disk did not store",
+		})
+	)
+		return;
+
+	let dataDir: string;
+	beforeAll(() => {
+		dataDir = freshDataDir();
+		mountTmpfs(dataDir, "1m");
+	});
+	afterAll(() => unmount(dataDir));
+
+	// Their commit is the statement's end, where the log's pages are written: a disk that refuses them must refuse the write, not
+	// answer the record as changed (node:sqlite's `get` would drop that failure).
+	test("updateOne, updateById and removeById are refused, and the record stays as it was", async () => {
+		const adapter = await store(dataDir);
+		await adapter.insert(game(1));
+		for (let n = 2; ; n++) {
+			const refused = await adapter.insert({ ...game(n), title: "x".repeat(3000) }).then(
+				() => false,
+				() => true,
+			);
+			if (refused) break;
+		}
+		const big = { $set: { title: "y".repeat(20_000) } };
+		await expect(adapter.updateOne({ _id: "g0001" }, big)).rejects.toMatchObject({ errcode: 13 });
+		await expect(adapter.updateById("g0001", big)).rejects.toMatchObject({ errcode: 13 });
+		await expect(adapter.removeById("g0001")).rejects.toMatchObject({ errcode: 13 });
+		expect(await adapter.findById("g0001")).toEqual(game(1));
 	});
 });
 
