@@ -136,8 +136,10 @@ const patterns = new Map<string, RegExp>();
 const PATTERNS_KEPT = 100;
 
 function compiled(source: string, givenFlags: string): RegExp {
-	// A global or sticky pattern remembers where it last matched: kept for every row, it would skip rows.
-	const flags = givenFlags.replace(/[gy]/g, "");
+	// A global or sticky pattern remembers where it last matched: kept for every row, it would skip rows. One that ignores case folds
+	// letters as Unicode does (`u`: ß and ẞ, k and the Kelvin sign), as MongoDB's PCRE does.
+	let flags = givenFlags.replace(/[gy]/g, "");
+	if (flags.includes("i") && !flags.includes("u") && !flags.includes("v")) flags += "u";
 	const key = `${flags}/${source}`;
 	let pattern = patterns.get(key);
 	if (!pattern) {

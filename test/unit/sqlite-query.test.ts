@@ -19,11 +19,12 @@ let db: DatabaseSync;
 beforeEach(() => {
 	database = withTables(openDatabase(null, "alone"));
 	db = database.writer;
-	const insert = db.prepare("INSERT INTO games (_id, doc) VALUES (?, ?)");
-	for (const [id, doc] of Object.entries(games)) insert.run(id, JSON.stringify(doc));
+	for (const [id, doc] of Object.entries(games)) insertGame(id, doc);
 });
 
 afterEach(() => database.release());
+
+const insertGame = (id: string, doc: object) => db.prepare("INSERT INTO games (_id, doc) VALUES (?, ?)").run(id, JSON.stringify(doc));
 
 /** The ids of the games `query` selects, in id order. */
 function selected(query: Record<string, unknown>): string[] {
@@ -107,6 +108,13 @@ describe("where", () => {
 		expect(selected({ title: { $regex: "^Agri" } })).toEqual(["g1"]);
 		expect(selected({ title: /CAFÉ/i })).toEqual(["g4"]);
 		expect(selected({ "change.token": { $regex: /./ } })).toEqual(["g1"]);
+	});
+
+	test("a $regex that ignores case folds letters as Unicode does, as MongoDB's PCRE does (ß and ẞ, k and the Kelvin sign)", () => {
+		insertGame("g5", { title: "STRAẞENBAHN" });
+		insertGame("g6", { title: "\u212Aartenspiele" });
+		expect(selected({ title: /straße/i })).toEqual(["g5"]);
+		expect(selected({ title: /^kartenspiele$/i })).toEqual(["g6"]);
 	});
 
 	test("a global or sticky $regex matches every row it matches, not every other one", () => {
