@@ -44,7 +44,10 @@ type HubMethods = {
 	pull(service: DataServiceName): Promise<void>;
 	readFeed(service: DataServiceName): Promise<void>;
 	heard(change: Change): void;
-	catchUp(stream: ChangeStream, follows: Set<DataServiceName>): Promise<void>;
+	offer(change: Change): void;
+	catchUpLater(stream: ChangeStream): void;
+	catchUp(stream: ChangeStream): Promise<void>;
+	catchUpRound(stream: ChangeStream): Promise<void>;
 	endStreams(): void;
 };
 
@@ -123,10 +126,7 @@ export function changeStream(): Partial<ServiceSchema> {
 					if (hub.stopping) stream.close();
 					ctx.meta.$responseType = "text/event-stream; charset=utf-8";
 					ctx.meta.$responseHeaders = { "Cache-Control": "no-store", "X-Accel-Buffering": "no" };
-					void this.catchUp(stream, follows).catch((err: Error) => {
-						this.logger.warn("A change stream could not catch up:", err.message);
-						stream.close();
-					});
+					this.catchUpLater(stream);
 					return stream.body;
 				},
 			},
@@ -175,7 +175,7 @@ export function changeStream(): Partial<ServiceSchema> {
 					}
 					for (const change of page.changes) {
 						hub.position[service] = change.seq;
-						for (const stream of hub.streams) stream.offer(change);
+						this.offer(change);
 					}
 					if (page.changes.length < FEED_PAGE) return;
 				}
@@ -189,16 +189,36 @@ export function changeStream(): Partial<ServiceSchema> {
 				if (hub.streams.size === 0 || at === undefined || change.seq <= at) return;
 				if (hub.reading[service] === undefined && change.seq === at + 1) {
 					hub.position[service] = change.seq;
-					for (const stream of hub.streams) stream.offer(change);
+					this.offer(change);
 				} else void this.pull(service).catch(() => undefined);
+			},
+
+			/** Hands `change`, just read, to every stream; one that falls behind is caught up from the feeds. */
+			offer(change: Change): void {
+				for (const stream of this.hub.streams) if (stream.offer(change)) this.catchUpLater(stream);
+			},
+
+			/** Catches `stream` up in the background; one that cannot be is closed, and its client resumes where it got to. */
+			catchUpLater(stream: ChangeStream): void {
+				void this.catchUp(stream).catch((err: Error) => {
+					this.logger.warn("A change stream could not catch up:", err.message);
+					stream.close();
+				});
 			},
 
 			/**
 			 * Sends `stream` the changes after its position from the feeds, a page at a time as its client reads them, up to the hub's
-			 * position or past it (the hub's own come after, and repeat none), then the live ones.
+			 * position or past it (the hub's own come after, and repeat none), then the live ones; in rounds, until a round ends with
+			 * every live change it held back handed over (ChangeStream.caughtUp).
 			 */
-			async catchUp(stream: ChangeStream, follows: Set<DataServiceName>): Promise<void> {
-				for (const service of follows) {
+			async catchUp(stream: ChangeStream): Promise<void> {
+				do await this.catchUpRound(stream);
+				while (!stream.closed && !stream.caughtUp());
+			},
+
+			/** One round of `catchUp`: each kind the stream follows read from the feed up to the hub's position. */
+			async catchUpRound(stream: ChangeStream): Promise<void> {
+				for (const service of stream.follows) {
 					for (let at = stream.at(service); !stream.closed; at = stream.at(service)) {
 						const page = await this.broker.call<FeedPage, { after: number }>(`${service}.changes`, { after: at });
 						if (page.first > at + 1 || page.last < at) {
@@ -214,7 +234,6 @@ export function changeStream(): Partial<ServiceSchema> {
 						if (page.changes.length < FEED_PAGE || stream.at(service) >= (this.hub.position[service] ?? 0)) break;
 					}
 				}
-				stream.caughtUp();
 			},
 		},
 		created() {

@@ -7,10 +7,13 @@ import { texts } from "../catalogue/errors";
 import type { DataServiceName } from "../catalogue/services";
 import { FEED_KINDS, FEED_SERVICES, positionText, type Change, type Position } from "./changes";
 
-/** Bytes a stream may hold unsent (a slow or stalled client); beyond, it is closed, and the client resumes with Last-Event-ID. */
+/**
+ * Bytes a stream may hold unsent. A live stream whose client reads slower than the changes come falls behind there: it is sent the
+ * feed as its client reads, as a client catching up is, and a client that reads nothing is closed (`roomToWrite`, `beat`).
+ */
 export const STREAM_BUFFER_BYTES = 256 * 1024;
 
-/** Changes a stream that is still catching up may hold back; beyond, it is closed, and the client resumes from where it got to. */
+/** Live changes a stream that is catching up holds back; beyond, it lets them go and reads them from the feed in another round. */
 export const WAITING_CHANGES = 1000;
 
 /** How often an idle stream gets a comment line, so that proxies and the client see it alive. */
@@ -49,11 +52,16 @@ export interface StreamReader {
 
 /**
  * One client's stream: the changes of the kinds it follows, each sent once after its position. While it catches up from the
- * feeds (`catchUp`), the changes the hub hands it wait, so that it sends every kind's changes in order.
+ * feeds (the hub's `catchUp`, in rounds), the changes the hub hands it wait, so that it sends every kind's changes in order.
  */
 export class ChangeStream {
 	readonly body = new PassThrough();
+	/** The live changes held back while a round of catching up runs; undefined once the stream is live. */
 	private waiting: Change[] | undefined = [];
+	/** Live changes were let go during this round (more than WAITING_CHANGES): another round reads them. */
+	private dropped = false;
+	/** Whether `ready` was sent: once, when the stream first caught up. */
+	private ready = false;
 	private heartbeat: NodeJS.Timeout;
 	private ended = false;
 	/** Bytes written into the stream, and how many of them its client had read at the last heartbeat. */
@@ -65,7 +73,7 @@ export class ChangeStream {
 	constructor(
 		/** The last change sent of each kind. */
 		private readonly position: Position,
-		private readonly follows: ReadonlySet<DataServiceName>,
+		readonly follows: ReadonlySet<DataServiceName>,
 		private readonly onClose: () => void,
 		/** Who reads it: only a signed-in reader is told who made each change (`subject`), and a sign-in that expires ends the stream. */
 		private readonly reader: StreamReader = { signedIn: false },
@@ -111,13 +119,27 @@ export class ChangeStream {
 		return this.position[service];
 	}
 
-	/** A change read live: sent now, or once the stream has caught up. */
-	offer(change: Change): void {
+	/**
+	 * A change read live: sent now, or held back while a round of catching up runs. True when the stream has just fallen behind (its
+	 * client holds STREAM_BUFFER_BYTES unread): the change is not sent, and the caller catches the stream up from the feeds.
+	 */
+	offer(change: Change): boolean {
 		// Not held back while catching up either: a kind not followed would fill the stream's place for the others.
-		if (!this.follows.has(FEED_SERVICES[change.kind])) return;
-		if (!this.waiting) this.send(change);
-		else if (this.waiting.length < WAITING_CHANGES) this.waiting.push(change);
-		else this.body.destroy();
+		if (this.closed || !this.follows.has(FEED_SERVICES[change.kind])) return false;
+		if (this.waiting) {
+			if (!this.dropped && this.waiting.length < WAITING_CHANGES) this.waiting.push(change);
+			else {
+				this.dropped = true;
+				this.waiting = [];
+			}
+			return false;
+		}
+		if (this.unread > STREAM_BUFFER_BYTES) {
+			this.waiting = [];
+			return true;
+		}
+		this.send(change);
+		return false;
 	}
 
 	/** A change read while catching up. */
@@ -137,12 +159,28 @@ export class ChangeStream {
 		this.write(frame("reset", positionText(this.position), { msg: texts.startAgain, kind: FEED_KINDS[service] }));
 	}
 
-	/** Caught up: the `ready` event, which names the position, then the changes handed over meanwhile. */
-	caughtUp(): void {
+	/**
+	 * The end of a round of catching up: the `ready` event the first time, which names the position, then the changes held back
+	 * meanwhile, and the stream is live. False when another round must read from the feeds first: live changes were let go during
+	 * this one, or its client fell behind again while they were handed over.
+	 */
+	caughtUp(): boolean {
 		const waiting = this.waiting ?? [];
+		this.waiting = [];
+		if (this.dropped) {
+			this.dropped = false;
+			return false;
+		}
+		if (!this.ready) {
+			this.ready = true;
+			this.write(frame("ready", positionText(this.position), { position: positionText(this.position) }));
+		}
+		for (const change of waiting) {
+			if (this.unread > STREAM_BUFFER_BYTES) return false;
+			this.send(change);
+		}
 		this.waiting = undefined;
-		this.write(frame("ready", positionText(this.position), { position: positionText(this.position) }));
-		for (const change of waiting) this.send(change);
+		return true;
 	}
 
 	/**

@@ -1,6 +1,7 @@
+import { pipeline, Writable } from "node:stream";
 import { ServiceBroker } from "moleculer";
-import type { FeedPage, Position } from "../../lib/feed/changes";
-import { ChangeStream } from "../../lib/feed/sse";
+import { FEED_PAGE, type FeedPage, type Position } from "../../lib/feed/changes";
+import { ChangeStream, WAITING_CHANGES } from "../../lib/feed/sse";
 import { changeStream } from "../../mixins/change-stream.mixin";
 import { gameChange } from "../support/sse";
 
@@ -9,8 +10,9 @@ import { gameChange } from "../support/sse";
 
 let broker: ServiceBroker;
 const reads: number[] = [];
-/** The games feed the stub answers from: seqs 1 to `feedLast`. */
+/** The games feed the stub answers from: seqs 1 to `feedLast`, each game titled `feedTitle`. */
 let feedLast = 0;
+let feedTitle: string | undefined;
 
 beforeAll(async () => {
 	broker = new ServiceBroker({ logger: false });
@@ -23,7 +25,8 @@ beforeAll(async () => {
 					if (name !== "games") return { changes: [], first: 1, last: 0 };
 					reads.push(after);
 					await new Promise(resolve => setTimeout(resolve, 20));
-					const changes = Array.from({ length: Math.max(0, feedLast - after) }, (_, index) => gameChange(after + index + 1));
+					const count = Math.min(FEED_PAGE, Math.max(0, feedLast - after));
+					const changes = Array.from({ length: count }, (_, index) => gameChange(after + index + 1, feedTitle));
 					return { changes, first: 1, last: feedLast };
 				},
 			},
@@ -46,16 +49,91 @@ test("200 reads asked during one in progress make one more read, and each caller
 	expect(reads).toHaveLength(2);
 });
 
+type Hub = {
+	hub: { position: Partial<Position>; streams: Set<ChangeStream> };
+	catchUp(stream: ChangeStream): Promise<void>;
+	pull(service: string): Promise<void>;
+};
+
 test("a stream catching up past the hub's position (a change the hub has not read yet) gets it once, and no reset", async () => {
-	type Hub = { hub: { position: Partial<Position> }; catchUp(stream: ChangeStream, follows: Set<string>): Promise<void> };
 	const hub = broker.getLocalService("hub") as unknown as Hub;
 	feedLast = 5;
 	hub.hub.position = { authors: 0, categories: 0, games: 4 };
 	const stream = new ChangeStream({ authors: 0, categories: 0, games: 2 }, new Set(["games"] as const), () => undefined);
-	await hub.catchUp(stream, new Set(["games"]));
+	await hub.catchUp(stream);
 	stream.offer(gameChange(5));
 	const text = String(stream.body.read());
 	expect(text).not.toContain("event: reset");
 	expect([...text.matchAll(/"seq":(\d+)/g)].map(match => Number(match[1]))).toEqual([3, 4, 5]);
 	stream.close();
+});
+
+describe("a client that reads slower than the changes come (docs/followers.md, Bounds)", () => {
+	/** A client reading `stream` a frame a millisecond, as over a slow link: what it has read. */
+	function slowClient(stream: ChangeStream) {
+		let text = "";
+		const client = new Writable({
+			highWaterMark: 16 * 1024,
+			write(chunk, _encoding, done) {
+				text += String(chunk);
+				setTimeout(done, 1);
+			},
+		});
+		pipeline(stream.body, client, () => undefined);
+		return { seqs: () => [...text.matchAll(/"seq":(\d+)/g)].map(match => Number(match[1])), text: () => text };
+	}
+
+	/** Waits until `client` has read the change `seq`, up to 20 s. */
+	async function readUpTo(client: ReturnType<typeof slowClient>, seq: number) {
+		for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise(resolve => setTimeout(resolve, 20)))
+			if (client.seqs().at(-1) === seq) return;
+		throw new Error(`the client read up to ${client.seqs().at(-1)}, not ${seq}`);
+	}
+
+	const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+
+	let hub: Hub;
+	beforeEach(() => {
+		hub = broker.getLocalService("hub") as unknown as Hub;
+		feedTitle = "x".repeat(1000);
+	});
+	afterEach(() => {
+		feedTitle = undefined;
+	});
+
+	test("a live stream given a whole page of long changes at once (a read, not a broadcast) falls behind, then gets each in order, open", async () => {
+		feedLast = 10;
+		hub.hub.position = { authors: 0, categories: 0, games: 10 };
+		const stream = new ChangeStream({ authors: 0, categories: 0, games: 10 }, new Set(["games"] as const), () => undefined);
+		hub.hub.streams.add(stream);
+		await hub.catchUp(stream);
+		const client = slowClient(stream);
+		// 500 changes of about 1.2 KB in one read of the feed: more than the stream holds.
+		feedLast = 10 + FEED_PAGE;
+		await hub.pull("games");
+		await readUpTo(client, feedLast);
+		expect(client.seqs()).toEqual(range(11, feedLast));
+		expect(client.text().match(/^event: ready$/gm)).toHaveLength(1);
+		expect(stream.closed).toBe(false);
+		hub.hub.streams.delete(stream);
+		stream.close();
+	});
+
+	test(`a stream catching up while more than ${WAITING_CHANGES} changes are written gets each in order, in one stream`, async () => {
+		feedLast = 1500;
+		hub.hub.position = { authors: 0, categories: 0, games: 1500 };
+		const stream = new ChangeStream({ authors: 0, categories: 0, games: 0 }, new Set(["games"] as const), () => undefined);
+		hub.hub.streams.add(stream);
+		const client = slowClient(stream);
+		const caughtUp = hub.catchUp(stream);
+		await new Promise(resolve => setTimeout(resolve, 100));
+		feedLast += WAITING_CHANGES + 100;
+		await hub.pull("games");
+		await caughtUp;
+		await readUpTo(client, feedLast);
+		expect(client.seqs()).toEqual(range(1, feedLast));
+		expect(stream.closed).toBe(false);
+		hub.hub.streams.delete(stream);
+		stream.close();
+	}, 30_000);
 });

@@ -7,8 +7,11 @@ import { gameChange } from "../support/sse";
 const start = { authors: 0, categories: 0, games: 0 };
 const everything = new Set(["authors", "categories", "games"] as const);
 
+/** What the client reads of `stream` now: all it was sent. */
 function streamed(stream: ChangeStream): string {
-	return String(stream.body.read() ?? "");
+	const chunks: Buffer[] = [];
+	for (let chunk = stream.body.read() as Buffer | null; chunk !== null; chunk = stream.body.read() as Buffer | null) chunks.push(chunk);
+	return Buffer.concat(chunks).toString();
 }
 
 describe("frame", () => {
@@ -47,28 +50,65 @@ describe("ChangeStream", () => {
 		stream.close();
 	});
 
-	test("a client that reads nothing is closed once the stream holds its bound, and counted out once", () => {
-		let closes = 0;
-		const stream = new ChangeStream({ ...start }, everything, () => closes++);
+	test("a live stream whose client reads slower than the changes come falls behind at its bound, once, and is not closed", () => {
+		const stream = new ChangeStream({ ...start }, everything, () => undefined);
 		stream.caughtUp();
 		const title = "x".repeat(1000);
 		let seq = 0;
-		while (!stream.closed && seq < 10_000) stream.offer(gameChange(++seq, title));
-		expect(stream.closed).toBe(true);
-		// The frames written before it closed: the bound, and at most one frame more.
+		let behind = false;
+		while (!behind && seq < 10_000) behind = stream.offer(gameChange(++seq, title));
+		expect(behind).toBe(true);
+		// The frames written before it fell behind: the bound, and at most one frame more; the change it fell behind at is not sent.
 		const each = frame(undefined, "authors:0,categories:0,games:1000", gameChange(1, title)).length;
 		expect((seq - 1) * each).toBeGreaterThan(STREAM_BUFFER_BYTES - 2 * each);
 		expect((seq - 1) * each).toBeLessThan(STREAM_BUFFER_BYTES + 2 * each);
+		expect(stream.at("games")).toBe(seq - 1);
+		// Behind, it holds the next changes back for the round that catches it up, and says so only once.
+		expect(stream.offer(gameChange(seq + 1, title))).toBe(false);
+		expect(stream.closed).toBe(false);
 		stream.close();
-		expect(closes).toBe(1);
 	});
 
-	test(`a stream still catching up holds back ${WAITING_CHANGES} live changes at most, then is closed`, () => {
+	test(`a stream catching up holds back ${WAITING_CHANGES} live changes; past them it lets them go, and needs another round`, () => {
 		const stream = new ChangeStream({ ...start }, everything, () => undefined);
-		for (let seq = 1; seq <= WAITING_CHANGES; seq++) stream.offer(gameChange(seq));
+		for (let seq = 1; seq <= WAITING_CHANGES + 1; seq++) stream.offer(gameChange(seq));
 		expect(stream.closed).toBe(false);
-		stream.offer(gameChange(WAITING_CHANGES + 1));
-		expect(stream.closed).toBe(true);
+		// The round's reads from the feed stopped short of the changes let go: no `ready` yet, and another round.
+		for (let seq = 1; seq <= 10; seq++) stream.send(gameChange(seq));
+		expect(stream.caughtUp()).toBe(false);
+		expect(streamed(stream)).not.toContain("event: ready");
+		// The next round reads them all; the changes offered during it are handed over after `ready`.
+		for (let seq = 11; seq <= WAITING_CHANGES + 1; seq++) stream.send(gameChange(seq));
+		stream.offer(gameChange(WAITING_CHANGES + 2));
+		expect(stream.caughtUp()).toBe(true);
+		const text = streamed(stream);
+		expect(text.match(/^event: ready$/gm)).toHaveLength(1);
+		expect([...text.matchAll(/"seq":(\d+)/g)].map(match => Number(match[1]))).toEqual(
+			Array.from({ length: WAITING_CHANGES - 8 }, (_, index) => index + 11),
+		);
+		stream.close();
+	});
+
+	test("changes held back that its client cannot take at once are not handed over past the bound: another round reads them", () => {
+		const stream = new ChangeStream({ ...start }, everything, () => undefined);
+		const title = "x".repeat(1000);
+		for (let seq = 1; seq <= 400; seq++) stream.offer(gameChange(seq, title));
+		expect(stream.caughtUp()).toBe(false);
+		expect(stream.closed).toBe(false);
+		const sent = stream.at("games");
+		expect(sent).toBeGreaterThan(200);
+		expect(sent).toBeLessThan(400);
+		// Once its client has read, the next round reads the rest, and the stream is live; `ready` went once, before the first change.
+		const text = streamed(stream);
+		expect(text.indexOf("event: ready")).toBeLessThan(text.indexOf('"seq":1,'));
+		for (let seq = sent + 1; seq <= 400; seq++) {
+			stream.send(gameChange(seq, title));
+			if (stream.full) streamed(stream);
+		}
+		expect(stream.caughtUp()).toBe(true);
+		expect(streamed(stream)).not.toContain("event: ready");
+		expect(stream.offer(gameChange(401))).toBe(false);
+		expect(stream.at("games")).toBe(401);
 		stream.close();
 	});
 
@@ -140,10 +180,10 @@ describe("ChangeStream", () => {
 		}
 	});
 
-	test(`a stream catching up holds back only the kinds it follows: ${WAITING_CHANGES} changes of another kind do not close it`, () => {
+	test(`a stream catching up holds back only the kinds it follows: ${WAITING_CHANGES} changes of another kind are not let go`, () => {
 		const stream = new ChangeStream({ ...start }, new Set(["categories"] as const), () => undefined);
 		for (let seq = 1; seq <= WAITING_CHANGES + 1; seq++) stream.offer(gameChange(seq));
-		expect(stream.closed).toBe(false);
+		expect(stream.caughtUp()).toBe(true);
 		stream.close();
 	});
 
