@@ -80,7 +80,8 @@ export function corsPolicy(origins: string[]) {
 	return {
 		origin: origins.includes("*") ? "*" : (origin: string) => isListedOrigin(origins, origin),
 		methods: ["GET", "PUT", "POST", "DELETE"],
-		allowedHeaders: ["Content-Type", "Authorization"],
+		// Last-Event-ID: a fetch-based client of /changes resumes with it; X-Request-ID: a front end may name its requests.
+		allowedHeaders: ["Content-Type", "Authorization", "Last-Event-ID", "X-Request-ID"],
 		exposedHeaders: ["Retry-After", "WWW-Authenticate", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
 		maxAge: 600,
 	};

@@ -394,7 +394,7 @@ describe("CORS_ORIGINS", () => {
 		expect(preflight.status).toBe(204);
 		expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
 		expect(preflight.headers.get("access-control-allow-methods")).toBe("GET, PUT, POST, DELETE");
-		expect(preflight.headers.get("access-control-allow-headers")).toBe("Content-Type, Authorization");
+		expect(preflight.headers.get("access-control-allow-headers")).toBe("Content-Type, Authorization, Last-Event-ID, X-Request-ID");
 		expect(preflight.headers.get("access-control-max-age")).toBe("600");
 	});
 
