@@ -16,6 +16,9 @@ export const STREAM_BUFFER_BYTES = 256 * 1024;
 /** Live changes a stream that is catching up holds back; beyond, it lets them go and reads them from the feed in another round. */
 export const WAITING_CHANGES = 1000;
 
+/** The longest a Node timer waits (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
 /** How often an idle stream gets a comment line, so that proxies and the client see it alive. */
 export const HEARTBEAT_MS = 15_000;
 
@@ -81,8 +84,15 @@ export class ChangeStream {
 		this.write(`retry: ${RECONNECT_MS}\n\n`);
 		this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
 		this.heartbeat.unref();
-		if (reader.until !== undefined) this.expiry = setTimeout(() => this.close(), Math.max(0, reader.until - Date.now())).unref();
+		if (reader.until !== undefined) this.endAt(reader.until);
 		this.body.once("close", () => this.close());
+	}
+
+	/** Closes the stream at `until` (ms since the epoch): a time further than a timer waits is waited for in steps. */
+	private endAt(until: number): void {
+		const wait = Math.max(0, until - Date.now());
+		this.expiry = setTimeout(() => (wait > LONGEST_TIMER_MS ? this.endAt(until) : this.close()), Math.min(wait, LONGEST_TIMER_MS));
+		this.expiry.unref();
 	}
 
 	get closed(): boolean {

@@ -112,6 +112,22 @@ describe("ChangeStream", () => {
 		stream.close();
 	});
 
+	test("a sign-in that ends later than a timer can wait (30 days) does not end the stream at once; one that ends soon does", () => {
+		jest.useFakeTimers();
+		try {
+			const day = 24 * 3600_000;
+			const later = new ChangeStream({ ...start }, everything, () => undefined, { signedIn: true, until: Date.now() + 30 * day });
+			const soon = new ChangeStream({ ...start }, everything, () => undefined, { signedIn: true, until: Date.now() + 1000 });
+			// Node runs a timer of more than 2^31 - 1 ms after 1 ms.
+			jest.advanceTimersByTime(1000);
+			expect(soon.closed).toBe(true);
+			expect(later.closed).toBe(false);
+			later.close();
+		} finally {
+			jest.useRealTimers();
+		}
+	});
+
 	test("an idle stream gets a comment line every HEARTBEAT_MS", () => {
 		jest.useFakeTimers();
 		try {
