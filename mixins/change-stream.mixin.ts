@@ -227,9 +227,10 @@ export function changeStream(): Partial<ServiceSchema> {
 							break;
 						}
 						for (const change of page.changes) {
-							stream.send(change);
-							// A page may hold more than the stream's bound (long names): the client reads as it goes.
+							// Room first: a stream that fell behind starts its round full. A page may hold more than the stream's
+							// bound (long names): the client reads as it goes.
 							if (stream.full) await stream.roomToWrite();
+							stream.send(change);
 						}
 						if (page.changes.length < FEED_PAGE || stream.at(service) >= (this.hub.position[service] ?? 0)) break;
 					}

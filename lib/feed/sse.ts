@@ -207,13 +207,13 @@ export class ChangeStream {
 		this.write(": heartbeat\n\n");
 	}
 
-	/** Writes `text`, or closes a stream whose client does not read what it is sent. */
+	/**
+	 * Writes `text`. The bound is kept by the writers of changes, the only long frames: a live change is not sent past it (`offer`,
+	 * `caughtUp`), and a catch-up waits for room before each (`roomToWrite`); a heartbeat, `ready` or `reset` is written as it comes,
+	 * so that a stream being caught up is not closed by one.
+	 */
 	private write(text: string): void {
 		if (this.closed) return;
-		if (this.unread > STREAM_BUFFER_BYTES) {
-			this.body.destroy();
-			return;
-		}
 		this.body.write(text);
 		this.written += Buffer.byteLength(text);
 	}

@@ -13,6 +13,8 @@ const reads: number[] = [];
 /** The games feed the stub answers from: seqs 1 to `feedLast`, each game titled `feedTitle`. */
 let feedLast = 0;
 let feedTitle: string | undefined;
+/** How long the stub takes to answer: a service in another process, or (0) one in the gateway's own, with no turn of I/O. */
+let feedDelayMs = 20;
 
 beforeAll(async () => {
 	broker = new ServiceBroker({ logger: false });
@@ -24,7 +26,7 @@ beforeAll(async () => {
 					const { after } = ctx.params as { after: number };
 					if (name !== "games") return { changes: [], first: 1, last: 0 };
 					reads.push(after);
-					await new Promise(resolve => setTimeout(resolve, 20));
+					if (feedDelayMs > 0) await new Promise(resolve => setTimeout(resolve, feedDelayMs));
 					const count = Math.min(FEED_PAGE, Math.max(0, feedLast - after));
 					const changes = Array.from({ length: count }, (_, index) => gameChange(after + index + 1, feedTitle));
 					return { changes, first: 1, last: feedLast };
@@ -69,14 +71,14 @@ test("a stream catching up past the hub's position (a change the hub has not rea
 });
 
 describe("a client that reads slower than the changes come (docs/followers.md, Bounds)", () => {
-	/** A client reading `stream` a frame a millisecond, as over a slow link: what it has read. */
-	function slowClient(stream: ChangeStream) {
+	/** A client reading `stream` a frame every `msPerFrame`, as over a slow link: what it has read. */
+	function slowClient(stream: ChangeStream, msPerFrame = 1) {
 		let text = "";
 		const client = new Writable({
 			highWaterMark: 16 * 1024,
 			write(chunk, _encoding, done) {
 				text += String(chunk);
-				setTimeout(done, 1);
+				setTimeout(done, msPerFrame);
 			},
 		});
 		pipeline(stream.body, client, () => undefined);
@@ -99,25 +101,34 @@ describe("a client that reads slower than the changes come (docs/followers.md, B
 	});
 	afterEach(() => {
 		feedTitle = undefined;
+		feedDelayMs = 20;
 	});
 
-	test("a live stream given a whole page of long changes at once (a read, not a broadcast) falls behind, then gets each in order, open", async () => {
-		feedLast = 10;
-		hub.hub.position = { authors: 0, categories: 0, games: 10 };
-		const stream = new ChangeStream({ authors: 0, categories: 0, games: 10 }, new Set(["games"] as const), () => undefined);
-		hub.hub.streams.add(stream);
-		await hub.catchUp(stream);
-		const client = slowClient(stream);
-		// 500 changes of about 1.2 KB in one read of the feed: more than the stream holds.
-		feedLast = 10 + FEED_PAGE;
-		await hub.pull("games");
-		await readUpTo(client, feedLast);
-		expect(client.seqs()).toEqual(range(11, feedLast));
-		expect(client.text().match(/^event: ready$/gm)).toHaveLength(1);
-		expect(stream.closed).toBe(false);
-		hub.hub.streams.delete(stream);
-		stream.close();
-	});
+	test.each([
+		["a feed in another process", 20, 1],
+		["a feed answered with no turn of I/O", 0, 1],
+		["a client slower than the feed", 20, 5],
+	])(
+		"a live stream given a page of long changes at once (a read, not a broadcast) falls behind, then gets each in order, open: %s",
+		async (_case, delay, msPerFrame) => {
+			feedLast = 10;
+			hub.hub.position = { authors: 0, categories: 0, games: 10 };
+			const stream = new ChangeStream({ authors: 0, categories: 0, games: 10 }, new Set(["games"] as const), () => undefined);
+			hub.hub.streams.add(stream);
+			await hub.catchUp(stream);
+			const client = slowClient(stream, msPerFrame);
+			feedDelayMs = delay;
+			// 500 changes of about 1.2 KB in one read of the feed: more than the stream holds.
+			feedLast = 10 + FEED_PAGE;
+			await hub.pull("games");
+			await readUpTo(client, feedLast);
+			expect(client.seqs()).toEqual(range(11, feedLast));
+			expect(client.text().match(/^event: ready$/gm)).toHaveLength(1);
+			expect(stream.closed).toBe(false);
+			hub.hub.streams.delete(stream);
+			stream.close();
+		},
+	);
 
 	test(`a stream catching up while more than ${WAITING_CHANGES} changes are written gets each in order, in one stream`, async () => {
 		feedLast = 1500;
