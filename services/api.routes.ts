@@ -82,7 +82,14 @@ export function corsPolicy(origins: string[]) {
 		methods: ["GET", "PUT", "POST", "DELETE"],
 		// Last-Event-ID: a fetch-based client of /changes resumes with it; X-Request-ID: a front end may name its requests.
 		allowedHeaders: ["Content-Type", "Authorization", "Last-Event-ID", "X-Request-ID"],
-		exposedHeaders: ["Retry-After", "WWW-Authenticate", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"],
+		exposedHeaders: [
+			"Retry-After",
+			"WWW-Authenticate",
+			"X-Rate-Limit-Limit",
+			"X-Rate-Limit-Remaining",
+			"X-Rate-Limit-Reset",
+			"X-Request-ID",
+		],
 		maxAge: 600,
 	};
 }

@@ -382,6 +382,9 @@ describe("CORS_ORIGINS", () => {
 				answer.status === 200 ? "https://app.example.com" : "http://localhost:5173",
 			);
 			expect(answer.headers.get("vary")).toMatch(/Origin/);
+			// A page reads the id its request was given, and when to try again.
+			expect(answer.headers.get("access-control-expose-headers")).toMatch(/\bX-Request-ID\b/);
+			expect(answer.headers.get("access-control-expose-headers")).toMatch(/\bRetry-After\b/);
 		}
 	});
 
