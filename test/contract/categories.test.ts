@@ -77,6 +77,13 @@ describe("GET /category", () => {
 		expect(names((await api.get("/category?name=building")).body)).toEqual(["Deck Building"]);
 	});
 
+	test("?name= ignores case as Unicode folds it: straße finds STRAẞE, and the Kelvin sign K finds k", async () => {
+		await api.category("STRAẞENBAHNSPIELE");
+		await api.category("\u212Aartenspiele");
+		expect(names((await api.get(`/category?name=${encodeURIComponent("straßenbahn")}`)).body)).toEqual(["STRAẞENBAHNSPIELE"]);
+		expect(names((await api.get("/category?name=kartenspiele")).body)).toEqual(["\u212Aartenspiele"]);
+	});
+
 	test("?name= is literal text, not a pattern", async () => {
 		await api.category("Cards (Classic)");
 		expect(names((await api.get(`/category?name=${encodeURIComponent("(classic")}`)).body)).toEqual(["Cards (Classic)"]);
