@@ -14,7 +14,10 @@ export interface ValueField {
 	example: string | number;
 	/** Pages may be sorted on it. */
 	sortable?: boolean;
-	/** GET (and POST) lists keep the records whose field matches this query field; `refused`: the 400 of a value that cannot be used. */
+	/**
+	 * GET (and POST) lists keep the records whose field matches this query field: a pattern, with `refused` the 400 of one that cannot
+	 * be used; without `refused`, literal text.
+	 */
 	filter?: { description: string; refused?: ErrorText };
 }
 
@@ -107,7 +110,7 @@ const filterRules = (kind: Kind) =>
 		entries(kind).flatMap(([name, field]) => {
 			if (!field.filter) return [];
 			if (isReference(field)) return [[field.filter.param, { type: "string", optional: true }]];
-			return [[name, filter(field.rule.maxCharacters ?? Number.MAX_SAFE_INTEGER)]];
+			return [[name, filter(field.rule.maxCharacters ?? Number.MAX_SAFE_INTEGER, !field.filter.refused)]];
 		}),
 	);
 

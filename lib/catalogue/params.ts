@@ -34,8 +34,17 @@ export const text = (max: number) =>
 		messages: { stringPattern: texts.unprintableText },
 	}) as const;
 
-/** An optional text filter (query string), of at most `max` characters. */
-export const filter = (max: number) => ({ type: "string", optional: true, ...atMostCharacters(max) }) as const;
+/**
+ * An optional text filter (query string), of at most `max` characters. A `literal` one, compared with stored text (not a pattern),
+ * refuses what no stored text holds, as `text` does: MongoDB's driver throws on a NUL in a pattern where SQLite finds nothing.
+ */
+export const filter = (max: number, literal: boolean) =>
+	({
+		type: "string",
+		optional: true,
+		...atMostCharacters(max),
+		...(literal && { pattern: PRINTABLE, messages: { stringPattern: texts.unprintableText } }),
+	}) as const;
 
 /** The shape of every id the service issues (lib/catalogue/ids.ts): a ULID, 26 characters of Crockford's base 32. */
 export const ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/;

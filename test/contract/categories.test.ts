@@ -91,6 +91,14 @@ describe("GET /category", () => {
 		expect((await api.get(`/category?name=${encodeURIComponent(".*")}`)).body).toEqual([]);
 	});
 
+	test("?name= with a character no name can hold (a NUL, a control character) is refused with a msg, in both stores alike", async () => {
+		for (const text of ["a\u0000b", "a\tb", "\u0085"]) {
+			const answer = await api.get(`/category?name=${encodeURIComponent(text)}`);
+			expect(answer.status).toBe(400);
+			expect(answer.body.msg).toBe("The 'name' field must not contain control characters or invalid Unicode.");
+		}
+	});
+
 	test("an empty ?name= keeps every category", async () => {
 		expect((await api.get("/category?name=")).body).toEqual((await api.get("/category")).body);
 	});

@@ -51,7 +51,8 @@ describe("fastest-validator rules as JSON Schema", () => {
 			pattern: "^[^\\p{Cc}\\p{Cs}]*$",
 			description: expect.stringContaining("white space is removed"),
 		});
-		expect(ruleSchema(filter(200))).toEqual({ type: "string", maxLength: 200 });
+		expect(ruleSchema(filter(200, false))).toEqual({ type: "string", maxLength: 200 });
+		expect(ruleSchema(filter(200, true))).toEqual({ type: "string", maxLength: 200, pattern: "^[^\\p{Cc}\\p{Cs}]*$" });
 		expect(ruleSchema(idOf(texts.authorNotFound))).toEqual({ type: "string", pattern: ID_SHAPE.source });
 	});
 
@@ -86,7 +87,7 @@ describe("fastest-validator rules as JSON Schema", () => {
 	});
 
 	test("$$strict is an option of the validator, not a field; optional fields are not required", () => {
-		expect(objectSchema({ $$strict: "remove", name: filter(10), title: text(5) })).toEqual({
+		expect(objectSchema({ $$strict: "remove", name: filter(10, false), title: text(5) })).toEqual({
 			type: "object",
 			properties: { name: { type: "string", maxLength: 10 }, title: expect.objectContaining({ maxLength: 5 }) },
 			required: ["title"],
