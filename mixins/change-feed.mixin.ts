@@ -4,7 +4,7 @@ import { feedOff, notFound } from "../lib/catalogue/errors";
 import { storedOf, type BodyOf, type Kind } from "../lib/catalogue/kind";
 import { FEED_PAGE, FEED_RETENTION, type Change, type ChangeType, type FeedPage } from "../lib/feed/changes";
 import type { RecordedWrite } from "../lib/storage/sqlite-adapter";
-import { changesAfter, pruneChanges, recordedWrite } from "../lib/storage/adapter";
+import { feedOf, recordedWrite } from "../lib/storage/adapter";
 import type { SignedIn } from "../lib/sign-in/sign-in";
 import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
@@ -45,7 +45,10 @@ export function changeFeed(kind: Kind) {
 				},
 				handler(ctx: Context<{ after: number; limit?: number }>): Promise<FeedPage> {
 					if (!config.changeFeed) throw feedOff();
-					return changesAfter(this.adapter, ctx.params.after, ctx.params.limit ?? FEED_PAGE) as unknown as Promise<FeedPage>;
+					return feedOf(this.adapter).changesAfter(
+						ctx.params.after,
+						ctx.params.limit ?? FEED_PAGE,
+					) as unknown as Promise<FeedPage>;
 				},
 			},
 		},
@@ -87,9 +90,9 @@ export function changeFeed(kind: Kind) {
 		started() {
 			this.pruning = setInterval(() => {
 				// In a cluster the feed is JetStream's outbox: a change not yet published is kept.
-				pruneChanges(this.adapter, FEED_RETENTION, natsConnection(this.broker) !== undefined).catch((err: Error) =>
-					this.logger.warn("The change feed was not pruned:", err.message),
-				);
+				feedOf(this.adapter)
+					.pruneChanges(FEED_RETENTION, natsConnection(this.broker) !== undefined)
+					.catch((err: Error) => this.logger.warn("The change feed was not pruned:", err.message));
 			}, PRUNE_EVERY_MS);
 			this.pruning.unref();
 		},

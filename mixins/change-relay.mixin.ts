@@ -6,7 +6,7 @@ import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
 import { FEED_PAGE, type Change } from "../lib/feed/changes";
 import { consumerLags, ensureStream, failureReason, publishChanges } from "../lib/feed/jetstream";
-import { markPublished, unpublished } from "../lib/storage/adapter";
+import { feedOf } from "../lib/storage/adapter";
 import { asMixin, type Row } from "./db.mixin";
 
 /** How often the outbox is read for changes a write did not publish (NATS was away, or the node was killed first). */
@@ -82,7 +82,7 @@ type RelayMethods = ChangeRelayMethods & {
 	noteOutbox(outbox: Outbox): void;
 	noteConsumerLags(): Promise<void>;
 };
-type Outbox = Awaited<ReturnType<typeof unpublished>>;
+type Outbox = Awaited<ReturnType<ReturnType<typeof feedOf>["unpublished"]>>;
 
 export function changeRelay(kind: Kind) {
 	const labels = { service: kind.service };
@@ -128,7 +128,7 @@ export function changeRelay(kind: Kind) {
 				const nats = natsConnection(this.broker)!;
 				for (;;) {
 					// Read first: an outbox that cannot be published (no JetStream, NATS away) is seen waiting.
-					const outbox = await unpublished(this.adapter, FEED_PAGE);
+					const outbox = await feedOf(this.adapter).unpublished(FEED_PAGE);
 					this.noteOutbox(outbox);
 					if (outbox.changes.length === 0) return;
 					if (relay.stream !== "made") {
@@ -136,7 +136,7 @@ export function changeRelay(kind: Kind) {
 						relay.stream = "made";
 					}
 					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);
-					if (last !== undefined) await markPublished(this.adapter, last);
+					if (last !== undefined) await feedOf(this.adapter).markPublished(last);
 					if (this.broker.metrics.isEnabled()) this.broker.metrics.increment(FEED_METRICS.published, labels, stored);
 					if (failure) throw failure;
 					// A page not full was the whole outbox: what was written since comes with the next cycle, after its pause.

@@ -74,17 +74,11 @@ export const isDuplicateId = (err: unknown) => {
 	return duplicateId === true || code === 11000;
 };
 
-/** moleculer-db-adapter-mongo's read of every record of a query. */
-interface MongoReads {
-	find(params: { query: Record<string, unknown>; sort: string[] }): Promise<Record<string, unknown>[]>;
-}
-
-/** moleculer-db-adapter-mongo's writes, as its type declarations leave them out. */
-interface MongoWrites {
+/** moleculer-db-adapter-mongo's writes, as its type declarations have them wrong (`insertMany`). */
+type MongoAdapter = MongoStore & {
 	insertMany(docs: Record<string, unknown>[]): Promise<unknown[]>;
 	removeMany(query: Record<string, unknown>): Promise<number>;
-	collection: { updateMany(query: Record<string, unknown>, update: Record<string, unknown>): Promise<{ matchedCount: number }> };
-}
+};
 
 /**
  * Changes the record of `query` (which names its `_id`) by `update` in one atomic step, in either store: the record after, or
@@ -107,7 +101,7 @@ export async function recordedWrite(
 ): Promise<{ written: number; changes: Recorded[] }> {
 	if (adapter instanceof SqliteAdapter) return adapter.recordedWrite(write, changeOf);
 	if (changeOf) return recordedMongoWrite(adapter as MongoStore, write, changeOf);
-	const mongo = adapter as MongoWrites;
+	const mongo = adapter as MongoAdapter;
 	if ("insert" in write) return { written: (await mongo.insertMany(write.insert)).length, changes: [] };
 	// The records matched: the adapter's own updateMany counts only those whose values changed, and a write of the same values is a write.
 	if ("update" in write) return { written: (await mongo.collection.updateMany(write.query, write.update)).matchedCount, changes: [] };
@@ -124,39 +118,17 @@ export async function* findInSteps(
 	size: number,
 ): AsyncGenerator<Record<string, unknown>[]> {
 	if (adapter instanceof SqliteAdapter) yield* adapter.findInSteps(params, size);
-	else yield* inSteps(await (adapter as MongoReads).find(params), size);
+	else yield* inSteps((await (adapter as MongoDbAdapter).find(params)) as Record<string, unknown>[], size);
 }
 
-/** Up to `limit` changes of the collection after `after`, with its feed's bounds. */
-export function changesAfter(
-	adapter: unknown,
-	after: number,
-	limit: number,
-): Promise<{ changes: Recorded[]; first: number; last: number }> {
-	if (adapter instanceof SqliteAdapter) return adapter.changesAfter(after, limit);
-	return mongoChangesAfter(adapter as MongoStore, after, limit);
-}
-
-/** Drops the feed's changes beyond its retention, but, with `keepUnpublished`, none its outbox still holds: how many. */
-export function pruneChanges(
-	adapter: unknown,
-	retention: { maxAgeMs: number; maxChanges: number },
-	keepUnpublished: boolean,
-): Promise<number> {
-	if (adapter instanceof SqliteAdapter) return adapter.pruneChanges(retention, keepUnpublished);
-	return mongoPruneChanges(adapter as MongoStore, retention, keepUnpublished);
-}
-
-/** The feed's outbox: the first `limit` changes not yet published to the cluster's stream. */
-export function unpublished(
-	adapter: unknown,
-	limit: number,
-): Promise<{ published: number; last: number; changes: Recorded[]; oldestAt: number | null }> {
-	if (adapter instanceof SqliteAdapter) return adapter.unpublished(limit);
-	return mongoUnpublished(adapter as MongoStore, limit);
-}
-
-/** Notes the changes up to `seq` published. */
-export function markPublished(adapter: unknown, seq: number): Promise<void> {
-	return adapter instanceof SqliteAdapter ? adapter.markPublished(seq) : mongoMarkPublished(adapter as MongoStore, seq);
+/** The collection's change feed, in either store: its pages, prune, outbox and published mark (lib/storage/mongo-feed.ts). */
+export function feedOf(adapter: unknown): Pick<SqliteAdapter, "changesAfter" | "pruneChanges" | "unpublished" | "markPublished"> {
+	if (adapter instanceof SqliteAdapter) return adapter;
+	const store = adapter as MongoStore;
+	return {
+		changesAfter: (after, limit) => mongoChangesAfter(store, after, limit),
+		pruneChanges: (retention, keepUnpublished = false) => mongoPruneChanges(store, retention, keepUnpublished),
+		unpublished: limit => mongoUnpublished(store, limit),
+		markPublished: seq => mongoMarkPublished(store, seq),
+	};
 }
