@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { SQLInputValue } from "node:sqlite";
 import { feedName, publishedKey } from "../feed/changes";
 import { column, extracted, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
 import { inTransaction, openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
@@ -187,11 +187,9 @@ export class SqliteAdapter {
 	}
 
 	/** A write, noting whether the disk refused it (readiness says so) or took it. */
-	private write<T>(run: (db: Pick<DatabaseSync, "exec" | "prepare">) => T): Promise<T> {
+	private write<T>(run: (db: { prepare: Database["prepared"] }) => T): Promise<T> {
 		try {
-			const { writer, prepared } = this.db;
-			// Statements through `prepared`: compiled once.
-			const result = run({ exec: sql => writer.exec(sql), prepare: prepared });
+			const result = run({ prepare: this.db.prepared });
 			this.refusedWrites = undefined;
 			return Promise.resolve(result);
 		} catch (err) {
@@ -204,7 +202,7 @@ export class SqliteAdapter {
 	}
 
 	/** Several writes in one transaction: all of them or none. */
-	private transaction<T>(run: (db: Pick<DatabaseSync, "exec" | "prepare">) => T): Promise<T> {
+	private transaction<T>(run: (db: { prepare: Database["prepared"] }) => T): Promise<T> {
 		return this.write(db => inTransaction(this.db.writer, () => run(db)));
 	}
 
@@ -301,18 +299,12 @@ export class SqliteAdapter {
 
 	/** Stores every one of `entities` or, when one is refused (an id already stored), none. */
 	insertMany(entities: Doc[]): Promise<Doc[]> {
-		return this.transaction(db => {
-			const insert = db.prepare(`INSERT INTO ${this.inserted}`);
-			for (const entity of entities) insert.run(...this.row(entity));
-			return entities;
-		});
+		return this.recordedWrite({ insert: entities }, null).then(() => entities);
 	}
 
 	/** How many records matched `query`, each changed by `update` in one atomic statement. */
 	updateMany(query: Doc, update: Doc): Promise<number> {
-		const condition = where(query, this.columns);
-		const { sql, values } = this.updated(update);
-		return this.write(db => Number(db.prepare(`${sql} WHERE ${condition.sql}`).run(...values, ...condition.values).changes));
+		return this.recordedWrite({ query, update }, null).then(({ written }) => written);
 	}
 
 	/** The record of `query` (which names its `_id`) changed by `update` in one statement, as it is after; nothing when none matched. */
@@ -336,18 +328,11 @@ export class SqliteAdapter {
 	}
 
 	removeMany(query: Doc): Promise<number> {
-		const { sql, values } = where(query, this.columns);
-		return this.write(db =>
-			Number(db.prepare(`DELETE FROM ${this.options.collection} WHERE ${sql}`).run(...(values as SQLInputValue[])).changes),
-		);
+		return this.recordedWrite({ query, remove: true }, null).then(({ written }) => written);
 	}
 
 	removeById(_id: string): Promise<Doc | undefined> {
 		return this.write(db => changedRow(db.prepare(`DELETE FROM ${this.options.collection} WHERE _id = ? RETURNING _id, doc`).all(_id)));
-	}
-
-	clear(): Promise<number> {
-		return this.removeMany({});
 	}
 
 	/**
@@ -470,12 +455,6 @@ export class SqliteAdapter {
 
 	entityToObject(entity: Doc): Doc {
 		return entity;
-	}
-
-	beforeSaveTransformID(entity: Doc, idField: string): Doc {
-		if (idField === "_id" || entity[idField] === undefined) return { ...entity };
-		const { [idField]: id, ...rest } = entity;
-		return { ...rest, _id: id };
 	}
 
 	/** `_id` renamed `idField` in the record itself, as moleculer-db's own adapters do: it is a copy already. */

@@ -168,22 +168,20 @@ function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSy
 	return db;
 }
 
-/** Makes the database's notes in a new database (unless `readOnly`) and turns WAL on, or refuses a file that is not a catalogue's. */
+/** Makes the database's notes in a new database (unless `readOnly`) and turns WAL on, or refuses a file that is not a catalogue's of this format. */
 function prepare(db: DatabaseSync, file: string, readOnly = false): void {
 	const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[];
 	if (tables.length > 0 && !tables.some(({ name }) => name === "catalogue_meta"))
 		throw new UnusableDataDir(`${file} is not a catalogue's database (it holds tables ${tables.map(t => t.name).join(", ")})`);
-	if (readOnly) return verify(db, file);
-	create(db);
-	verify(db, file);
-	if (file !== ":memory:") db.exec("PRAGMA journal_mode = WAL");
-}
-
-/** Refuses a catalogue database of another format. */
-function verify(db: DatabaseSync, file: string): void {
+	if (!readOnly)
+		inTransaction(db, () => {
+			db.exec("CREATE TABLE IF NOT EXISTS catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
+			db.prepare("INSERT OR IGNORE INTO catalogue_meta VALUES ('format', ?)").run(FORMAT);
+		});
 	const { value } = (db.prepare("SELECT value FROM catalogue_meta WHERE key = 'format'").get() ?? { value: "none" }) as { value: string };
 	if (value !== FORMAT)
 		throw new UnusableDataDir(`${file} is a catalogue database of another format (${value}); this version reads ${FORMAT}`);
+	if (!readOnly && file !== ":memory:") db.exec("PRAGMA journal_mode = WAL");
 }
 
 /**
@@ -229,14 +227,6 @@ function restartFeeds(db: DatabaseSync): string | undefined {
 		}
 		db.prepare("DELETE FROM catalogue_meta WHERE key = ?").run(BACKUP_NOTE);
 		return note.value;
-	});
-}
-
-/** The database's own notes; each collection's table is made by its adapter (lib/storage/sqlite-adapter.ts). */
-function create(db: DatabaseSync): void {
-	inTransaction(db, () => {
-		db.exec("CREATE TABLE IF NOT EXISTS catalogue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
-		db.prepare("INSERT OR IGNORE INTO catalogue_meta VALUES ('format', ?)").run(FORMAT);
 	});
 }
 
