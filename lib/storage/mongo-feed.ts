@@ -87,7 +87,11 @@ export async function recordedMongoWrite(
 				ids = write.insert.map(entity => String(entity._id));
 			} else {
 				// The records of the query in the transaction's snapshot: another write to one of them makes this one run again.
-				const found = await collection.find(write.query, { projection: { _id: 1 }, session }).toArray();
+				// In id order, as the SQLite store numbers them (lib/storage/sqlite-adapter.ts recordedWrite).
+				const found = await collection
+					.find(write.query, { projection: { _id: 1 }, session })
+					.sort({ _id: 1 })
+					.toArray();
 				ids = found.map(doc => String(doc._id));
 				const these = { _id: { $in: ids } };
 				if (ids.length > 0 && "update" in write) await collection.updateMany(these, write.update, { session });

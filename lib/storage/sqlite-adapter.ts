@@ -351,7 +351,8 @@ export class SqliteAdapter {
 				const condition = where(write.query, this.columns);
 				const change = "update" in write ? this.updated(write.update) : { sql: `DELETE FROM ${collection}`, values: [] };
 				const statement = db.prepare(`${change.sql} WHERE ${condition.sql} RETURNING _id`);
-				ids = (statement.all(...change.values, ...condition.values) as { _id: string }[]).map(row => row._id);
+				// In id order, as MongoDB finds them (lib/storage/mongo-feed.ts): the feed numbers them alike in both stores.
+				ids = (statement.all(...change.values, ...condition.values) as { _id: string }[]).map(row => row._id).sort();
 			}
 			if (!changeOf) return { written: ids.length, changes: [] };
 			const append = db.prepare(`INSERT INTO ${this.feed} (at, change) VALUES (?, ?) RETURNING seq`);

@@ -19,6 +19,7 @@ import {
 	mongoMarkPublished,
 	mongoPruneChanges,
 	mongoUnpublished,
+	recordedMongoWrite,
 	type MongoStore,
 } from "../../lib/storage/mongo-feed";
 import ApiService from "../../services/api.service";
@@ -616,6 +617,14 @@ describe("queries the services send to MongoDB (recording collections, no server
 		expect(collection("catalogue_meta").take("findOneAndUpdate")).toEqual([]);
 		expect(collection("categories").take("updateMany")).toEqual([]);
 		expect(euro.name).toBe("Euro");
+	});
+
+	test("the records one write changes are numbered in id order, as the SQLite store numbers them", async () => {
+		const store = (broker.getLocalService("categories") as unknown as { adapter: MongoStore }).adapter;
+		await store.collection.insertMany(["order-c", "order-a", "order-b"].map(_id => ({ _id, name: _id })));
+		const write = { query: { _id: { $in: ["order-b", "order-c", "order-a"] } }, update: { $set: { name: "renamed" } } };
+		const { changes } = await recordedMongoWrite(store, write, id => ({ record: { id } }));
+		expect(changes.map(change => (change.record as { id: string }).id)).toEqual(["order-a", "order-b", "order-c"]);
 	});
 
 	test("the outbox: changes after the published mark, which never moves back; pruning keeps what is not published", async () => {

@@ -446,6 +446,16 @@ describe("the change feed's table (docs/followers.md)", () => {
 		expect((await adapter.changesAfter(0, 10)).changes.map(recorded => recorded.id)).toEqual(["change-a", "change-b"]);
 	});
 
+	test("the records one write changes are numbered in id order, as MongoDB finds them", async () => {
+		const adapter = await store(freshDataDir());
+		await adapter.insertMany(["c", "a", "b"].map(_id => ({ _id, title: _id })));
+		const { changes } = await adapter.recordedWrite(
+			{ query: { _id: { $in: ["b", "c", "a"] } }, update: { $set: { title: "x" } } },
+			change,
+		);
+		expect(changes.map(recorded => recorded.id)).toEqual(["change-a", "change-b", "change-c"]);
+	});
+
 	test("the published mark never goes back (two replicas noting out of order)", async () => {
 		const adapter = await store(freshDataDir());
 		for (const id of ["a", "b", "c"]) await write(adapter, id);
