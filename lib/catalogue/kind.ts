@@ -167,6 +167,7 @@ export function storeIndexes(kind: Kind, leading: string[] = []) {
 			.filter(([, field]) => isReference(field))
 			.map(([name]) => name),
 		orders: sort ? pageOrders(sort, leading) : [],
+		leading,
 	};
 }
 

@@ -27,6 +27,8 @@ export interface IndexedFields {
 	indexes: readonly string[];
 	sparseIndexes: readonly string[];
 	orders: readonly (readonly string[])[];
+	/** The fields every page filters on exactly, first in each order (games: draft or not). */
+	leading: readonly string[];
 }
 
 /** The storage the configuration asks for: MongoDB (MONGO_URI's database) when a URI is given, else SQLite under DATA_DIR, or in memory. */
@@ -49,12 +51,20 @@ export function createAdapter(collection: string, fields: IndexedFields, storage
  * MongoDB's indexes on a connected adapter, and its feed's collection and counter (lib/storage/mongo-feed.ts); SQLite's are made by
  * the adapter itself. Why the server cannot keep the feed that `feed` asks for, or undefined.
  */
-export async function prepareStore(adapter: unknown, { indexes, sparseIndexes, orders }: IndexedFields, feed: boolean) {
+export async function prepareStore(adapter: unknown, { indexes, sparseIndexes, orders, leading }: IndexedFields, feed: boolean) {
 	if (adapter instanceof SqliteAdapter) return undefined;
 	const { collection } = adapter as MongoStore;
 	for (const field of indexes) await collection.createIndex({ [field]: 1 }, { sparse: false });
 	for (const field of sparseIndexes) await collection.createIndex({ [field]: 1 }, { sparse: true });
-	for (const order of orders) await collection.createIndex(Object.fromEntries(order.map(field => [field, 1])), { sparse: false });
+	for (const order of orders) {
+		await collection.createIndex(Object.fromEntries(order.map(field => [field, 1])), { sparse: false });
+		// A descending page keeps equal keys in id order. MongoDB reads a sort from an index only when every key runs the index's
+		// way, or every key the other way, so that order has an index of its own, or MongoDB would sort the collection in memory
+		// (SQLite reads the ascending index backwards and sorts each run of equal keys).
+		const sorted = order.at(-2)!;
+		if (!leading.includes(sorted))
+			await collection.createIndex(Object.fromEntries(order.map(field => [field, field === sorted ? -1 : 1])), { sparse: false });
+	}
 	return feed ? feedlessServer(adapter as MongoStore) : undefined;
 }
 

@@ -124,6 +124,42 @@ test("every statement of a game's create, update, delete, page and count reads a
 	stored = 0;
 }, 60_000);
 
+/** What a MongoDB collection answers `explain()` with: the plan it chose. */
+type Explained = { queryPlanner: { winningPlan: object } };
+type MongoCollection = {
+	find(query: object): { sort(spec: object): { skip(n: number): { limit(n: number): { explain(): Promise<Explained> } } } };
+};
+
+(process.env.MONGO_URI ? test : test.skip)(
+	"MongoDB reads every one-key page order from an index, descending ones included: it sorts nothing in memory",
+	async () => {
+		await storeGames(10_000);
+		const collectionOf = (service: string) =>
+			localService<{ adapter: { collection: MongoCollection } }>(catalogue, service).adapter.collection;
+		const pages: [string, object, object][] = [
+			...[{ _id: 1 }, { _id: -1 }, { title: 1, _id: 1 }, { title: -1, _id: 1 }, { age: 1, _id: 1 }, { age: -1, _id: 1 }].map(
+				(sort): [string, object, object] => ["games", { draft: { $exists: false } }, sort],
+			),
+			...[
+				{ name: 1, _id: 1 },
+				{ name: -1, _id: 1 },
+				{ nationality: -1, _id: 1 },
+			].map((sort): [string, object, object] => ["authors", {}, sort]),
+		];
+		for (const [service, query, sort] of pages) {
+			const { queryPlanner } = await collectionOf(service).find(query).sort(sort).skip(100).limit(10).explain();
+			expect({ service, sort, plan: JSON.stringify(queryPlanner.winningPlan) }).toEqual({
+				service,
+				sort,
+				plan: expect.not.stringContaining('"stage":"SORT"'),
+			});
+		}
+		await localService<{ adapter: { removeMany(query: object): Promise<number> } }>(catalogue, "games").adapter.removeMany({});
+		stored = 0;
+	},
+	60_000,
+);
+
 test("GET /game runs the same four actions (the gateway, the list and one batched lookup each of categories and authors) over 200, 10,000 and 100,000 games", async () => {
 	const expected = { "api.rest": 1, "games.list": 1, "categories.get": 1, "authors.get": 1 };
 	for (const count of [200, 10_000, 100_000]) {

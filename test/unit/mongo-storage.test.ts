@@ -256,7 +256,7 @@ const MONGO_URI = config.mongoUri!;
 
 describe("createAdapter and describeStorage", () => {
 	const dataDir = path.resolve("/tmp/catalogue-data");
-	const fields = { indexes: [], sparseIndexes: [], orders: [] };
+	const fields = { indexes: [], sparseIndexes: [], orders: [], leading: [] };
 	const storage = { mongoUri: null, storage: "file", dataDir, redisUrl: null, transporter: null, cacheMaxBytes: 1 } as const;
 
 	test("a MongoDB URI gives a MongoDbAdapter for that URI", () => {
@@ -284,7 +284,11 @@ describe("createAdapter and describeStorage", () => {
 });
 
 describe("id conversion of the real MongoDB adapter", () => {
-	const adapter = createAdapter("authors", { indexes: [], sparseIndexes: [], orders: [] }, config) as unknown as MongoAdapter;
+	const adapter = createAdapter(
+		"authors",
+		{ indexes: [], sparseIndexes: [], orders: [], leading: [] },
+		config,
+	) as unknown as MongoAdapter;
 
 	test("the catalogue's ids stay strings, so stored _ids are strings and come back unchanged", () => {
 		for (const id of Array.from({ length: 50 }, () => newId())) {
@@ -374,10 +378,12 @@ describe("queries the services send to MongoDB (recording collections, no server
 		]);
 	});
 
-	test("indexes are created on connect for the references (a delete counts games by them), the orders pages are read in, and sparse for the claims only writes in progress have", () => {
+	test("indexes are created on connect for the references (a delete counts games by them), the orders pages are read in, ascending and descending, and sparse for the claims only writes in progress have", () => {
 		expect(collection("authors").indexes).toEqual([
 			{ name: 1, _id: 1 },
+			{ name: -1, _id: 1 },
 			{ nationality: 1, _id: 1 },
+			{ nationality: -1, _id: 1 },
 		]);
 		expect(collection("categories").indexes).toEqual([]);
 		expect(collection("games").indexes).toEqual([
@@ -389,7 +395,9 @@ describe("queries the services send to MongoDB (recording collections, no server
 			{ "change.at": 1, sparse: true },
 			{ draft: 1, _id: 1 },
 			{ draft: 1, title: 1, _id: 1 },
+			{ draft: 1, title: -1, _id: 1 },
 			{ draft: 1, age: 1, _id: 1 },
+			{ draft: 1, age: -1, _id: 1 },
 		]);
 	});
 
@@ -560,7 +568,7 @@ describe("queries the services send to MongoDB (recording collections, no server
 		// The publication is recorded: the records the condition finds, updated, in the transaction of their change.
 		expect(collection("games").take()).toEqual([
 			{ method: "insertOne" },
-			{ method: "find", query: { _id: game.id, draft: { $exists: true } }, session: true },
+			{ method: "find", query: { _id: game.id, draft: { $exists: true } }, session: true, sort: [["_id", 1]] },
 			{ method: "updateMany", query: { _id: { $in: [game.id] } }, update: { $unset: { draft: true } }, session: true },
 		]);
 		expect(collection("authors").take()).toEqual([{ method: "findOne", query: { _id: uwe.id } }]);
@@ -582,6 +590,7 @@ describe("queries the services send to MongoDB (recording collections, no server
 			method: "find",
 			query: { _id: uwe.id, "deleting.token": (mark.update!.$set as Doc & { deleting: { token: string } }).deleting.token },
 			session: true,
+			sort: [["_id", 1]],
 		});
 		expect(deletion).toEqual({ method: "deleteMany", query: { _id: { $in: [uwe.id] } }, session: true });
 		expect(collection("authors").docs).toEqual([]);
