@@ -153,6 +153,16 @@ describe("POST /game (page)", () => {
 		);
 	});
 
+	test("titles sort in code point order, as both stores compare UTF-8: 🎲 after Ａ (U+FF21), where UTF-16 order puts it first", async () => {
+		const made = [await api.game("🎲 Order", family, knizia), await api.game("\uFF21 Order", family, knizia)];
+		try {
+			const page = await search({ ...all, sort: { property: "title" } }, { title: " Order$" });
+			expect(titles(page.body.content)).toEqual(["\uFF21 Order", "🎲 Order"]);
+		} finally {
+			for (const game of made) await api.delete(`/game/${game.id}`);
+		}
+	});
+
 	test("sort by age, ascending and descending; equal ages keep id order", async () => {
 		const ascending = ["Lost Cities", "Catan", "Modern Art", "CATAN: Seafarers", "Tigris & Euphrates", "Agricola", "Ra"];
 		expect(titles((await search({ ...all, sort: { property: "age" } })).body.content)).toEqual(ascending);
