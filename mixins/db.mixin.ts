@@ -75,6 +75,8 @@ export interface DbOptions {
 	sparseIndexes?: string[];
 	/** Fields every page filters on exactly, ahead of its sort (games: whether one is a draft). */
 	leading?: string[];
+	/** What a record must match to count as stored (games hide their drafts, writes in progress). */
+	visible?: Record<string, unknown>;
 }
 
 /**
@@ -127,7 +129,7 @@ const storageOnly: Partial<ServiceSchema> = {
  * `_id`, a cached `get` action that takes one id or a batch (the populates use it), the cache
  * moved on by every write, and the service's error texts applied to every failure.
  */
-export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
+export function dbMixin({ kind, sparseIndexes = [], leading = [], visible = {} }: DbOptions) {
 	const collection = kind.service;
 	const indexed = { ...storeIndexes(kind, leading), sparseIndexes };
 	return asMixin({
@@ -158,12 +160,12 @@ export function dbMixin({ kind, sparseIndexes = [], leading = [] }: DbOptions) {
 				},
 			},
 
-			// How many records the collection holds. For operators (the REPL): not on HTTP.
+			// How many records the collection holds, writes in progress left out. For operators (the REPL): not on HTTP.
 			count: {
 				...safeToRetry,
 				visibility: "public",
 				handler(): Promise<number> {
-					return this.adapter.count({});
+					return this.adapter.count({ query: visible });
 				},
 			},
 		},

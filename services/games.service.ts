@@ -62,7 +62,12 @@ interface GamesMethods extends ChangeFeedMethods {
 const GamesService: CatalogueSchema<Game, GamesMethods> = {
 	name: "games",
 	mixins: [
-		dbMixin({ kind: GAME, leading: ["draft"], sparseIndexes: ["draft", "change.category", "change.author", "change.at"] }),
+		dbMixin({
+			kind: GAME,
+			leading: ["draft"],
+			sparseIndexes: ["draft", "change.category", "change.author", "change.at"],
+			visible: notDraft,
+		}),
 		changeFeed(GAME),
 		// Before transferable: its createImported replaces the plain insert.
 		importedGames,

@@ -309,7 +309,7 @@ describe("POST /game (page)", () => {
 		expect([...walked].sort()).toEqual(ids(games).sort());
 	});
 
-	test("a draft (a game whose references are still being checked) is never shown nor counted", async () => {
+	test("a draft (a game whose references are still being checked) is never shown nor counted, by the page or by games.count", async () => {
 		const { adapter } = localService<{
 			adapter: { insert(game: object): Promise<unknown>; removeMany(query: object): Promise<number> };
 		}>(catalogue, "games");
@@ -319,6 +319,9 @@ describe("POST /game (page)", () => {
 		try {
 			expect((await search(all)).body.totalElements).toBe(games.length);
 			expect(titles((await search(all, { title: "catan", idCategory: family.id })).body.content)).toEqual(["Catan"]);
+			// From the games' own node: in a cluster only the REPL's may call games.count.
+			const gamesNode = catalogue.brokers.find(broker => broker.getLocalService("games"))!;
+			expect(await gamesNode.call("games.count")).toBe(games.length);
 		} finally {
 			await adapter.removeMany({ _id: draft._id });
 			await forgetCachedAnswers(catalogue);
