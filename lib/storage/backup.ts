@@ -2,7 +2,7 @@
  * An online backup of the embedded store: SQLite's backup of DATA_DIR's database, taken while a catalogue writes it, from the REPL
  * or `npm run backup` (docs/operations.md, "Backups").
  */
-import { existsSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { open, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { backup, DatabaseSync } from "node:sqlite";
@@ -59,16 +59,35 @@ function contents(file: string, takenAt: string): Pick<Backup, "collections" | "
 		);
 		const ids = (name: DataServiceName) =>
 			new Set((db.prepare(`SELECT _id FROM ${name}`).all() as { _id: string }[]).map(row => row._id));
+		// The records as the services count them: a game that is a draft (a write in progress, dropped once its lease ends) is not one.
+		const stored = (name: DataServiceName) => (name === "games" ? `games WHERE json_extract(doc, '$.draft') IS NULL` : name);
 		const collections = Object.fromEntries(
-			kept.map(name => [name, (db.prepare(`SELECT count(*) AS n FROM ${name}`).get() as { n: number }).n]),
+			kept.map(name => [name, (db.prepare(`SELECT count(*) AS n FROM ${stored(name)}`).get() as { n: number }).n]),
 		) as Partial<Record<DataServiceName, number>>;
 		if (kept.length < DATA_SERVICE_NAMES.length) return { collections };
 		const games = db
-			.prepare("SELECT _id AS id, json_extract(doc, '$.category') AS category, json_extract(doc, '$.author') AS author FROM games")
+			.prepare(
+				`SELECT _id AS id, json_extract(doc, '$.category') AS category, json_extract(doc, '$.author') AS author FROM ${stored("games")}`,
+			)
 			.all() as { id: string; category: string; author: string }[];
 		return { collections, orphans: orphans(games, { categories: ids("categories"), authors: ids("authors") }).length };
 	} finally {
 		db.close();
+	}
+}
+
+/** Makes `dir` if it is missing; refuses, naming it, a path that is not a folder or one this process cannot write into. */
+function writableFolder(dir: string): void {
+	const refused = (why: string) => new Error(`The backup's folder ${dir} ${why}: give a folder this process can write into.`);
+	try {
+		makeFolder(dir);
+		if (!statSync(dir).isDirectory()) throw refused("is a file");
+		accessSync(dir, constants.W_OK);
+	} catch (err) {
+		const { code } = err as NodeJS.ErrnoException;
+		if (code === "ENOTDIR") throw refused("is under a file");
+		if (code) throw refused(`cannot be written (${code})`);
+		throw err;
 	}
 }
 
@@ -88,18 +107,26 @@ export async function backupDataDir(dataDir: string, targetDir: string): Promise
 			`The backup's folder ${to} is a catalogue's data folder (it holds ${LOCK_FILE}): give another one (the copy would replace its database).`,
 		);
 	const source = openForReading(from);
-	makeFolder(to);
+	try {
+		writableFolder(to);
+	} catch (err) {
+		source.close();
+		throw err;
+	}
 	const [copy, partial, manifest] = [path.join(to, DATABASE_FILE), path.join(to, `${DATABASE_FILE}.partial`), path.join(to, MANIFEST)];
+	// The copy and the files SQLite keeps beside it while it writes the copy (its log and the log's index, as the source is in WAL
+	// mode, and the journal of the note): those of a backup killed or failed must not be paired with the next copy.
+	const removePartial = () => Promise.all(["", "-wal", "-shm", "-journal"].map(suffix => rm(`${partial}${suffix}`, { force: true })));
 	let taken: Backup;
 	try {
-		await rm(partial, { force: true });
+		await removePartial();
 		const takenAt = new Date().toISOString();
 		await backup(source, partial, { rate: ALL_PAGES });
 		const held = contents(partial, takenAt);
 		await syncFile(partial);
 		taken = { dataDir: from, takenAt, ...held, bytes: (await stat(partial)).size };
 	} catch (err) {
-		await rm(partial, { force: true });
+		await removePartial();
 		throw err;
 	} finally {
 		source.close();

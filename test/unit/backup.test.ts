@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import fsPromises from "node:fs/promises";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -8,7 +8,9 @@ import { backupDataDir, backupText, MANIFEST } from "../../lib/storage/backup";
 import { DATABASE_FILE, noFilesToBackUp } from "../../lib/storage/location";
 import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import { BACKUP_NOTE, openDatabase, type Database } from "../../lib/storage/sqlite-database";
+import { runsWith } from "../support/not-run";
 import { withTables } from "../support/sqlite";
+import { canMountTmpfs, mountTmpfs, unmount } from "../support/tmpfs";
 
 // lib/storage/backup.ts on a SQLite database this process holds open and writes, as the REPL's node does.
 
@@ -60,6 +62,14 @@ test("copies the database whole, counts each collection, and writes backup.json 
 	expect(backupText(backup, target)).toMatch(/snapshot at [^]*\ngames\s+2$/);
 });
 
+test("counts the games as the services do: a draft (a write in progress, even one without its category) is copied, not counted", async () => {
+	records(1);
+	insert("games", "g8", { title: "Draft", age: 1, category: "c-gone", author: "a1", draft: Date.now() });
+	const backup = await backupDataDir(dataDir, target);
+	expect(backup).toMatchObject({ collections: { categories: 1, authors: 1, games: 1 }, orphans: 0 });
+	expect(rowsOf(path.join(target, DATABASE_FILE), "games")).toHaveLength(2);
+});
+
 test("one snapshot while this process keeps writing: every game's category and author are in the copy", async () => {
 	records(0);
 	let n = 1;
@@ -102,6 +112,18 @@ test("a copy that fails halfway leaves the earlier backup whole, its manifest in
 	expect(Object.keys(after).sort()).toEqual([MANIFEST, DATABASE_FILE].sort());
 	expect(after[DATABASE_FILE].equals(before[DATABASE_FILE])).toBe(true);
 	expect(JSON.parse(after[MANIFEST].toString()).collections).toEqual({ categories: 1, authors: 1, games: 1 });
+});
+
+test.each([
+	["a file", (file: string) => writeFileSync(file, ""), (file: string) => file, "is a file"],
+	["a path under a file", (file: string) => writeFileSync(file, ""), (file: string) => path.join(file, "backup"), "is under a file"],
+])("a target that is %s is refused, naming it", async (_case, make, targetOf, why) => {
+	records(1);
+	const file = path.join(root, "a-file");
+	make(file);
+	await expect(backupDataDir(dataDir, targetOf(file))).rejects.toThrow(
+		`The backup's folder ${targetOf(file)} ${why}: give a folder this process can write into.`,
+	);
 });
 
 test("refuses the data folder itself as the target, by its name or through a link", async () => {
@@ -205,4 +227,50 @@ test("a catalogue restored from a backup numbers its feed on past every seq hand
 	const own = new DatabaseSync(path.join(dataDir, DATABASE_FILE), { readOnly: true });
 	expect(own.prepare("SELECT count(*) AS n FROM catalogue_meta WHERE key = ?").get(BACKUP_NOTE)).toEqual({ n: 0 });
 	own.close();
+});
+
+describe("a backup onto a real full disk (a tmpfs)", () => {
+	if (
+		!runsWith(canMountTmpfs(), {
+			notRun: "The full-disk backup test did NOT run: it mounts a small tmpfs, which needs root (or CAP_SYS_ADMIN)",
+			hint: "Run the tests as root, as CI does.",
+			name: "a backup refused by a full disk leaves the earlier one whole and nothing beside it",
+		})
+	)
+		return;
+
+	test("a backup refused by a full disk leaves the earlier one whole and nothing beside it (no copy, log or journal)", async () => {
+		mkdirSync(target);
+		mountTmpfs(target, "3m");
+		try {
+			let n = 0;
+			const games = (count: number) => {
+				for (const end = n + count; n < end; n++)
+					insert("games", `g${n}`, { title: "x".repeat(1500), age: 1, category: "c", author: "a" });
+			};
+			games(600);
+			await backupDataDir(dataDir, target);
+			const before = Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name))]));
+			let refused: unknown;
+			while (!refused) {
+				// A few games at a time: the copy that first does not fit may fail in any of its steps (the copy, its log, its note).
+				games(5);
+				refused = await backupDataDir(dataDir, target).then(
+					() => undefined,
+					(err: unknown) => err,
+				);
+				if (!refused)
+					Object.assign(
+						before,
+						Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name))])),
+					);
+			}
+			expect((refused as Error).message).toMatch(/disk is full|disk I\/O error/);
+			const after = Object.fromEntries(readdirSync(target).map(name => [name, readFileSync(path.join(target, name))]));
+			expect(Object.keys(after).sort()).toEqual([MANIFEST, DATABASE_FILE].sort());
+			for (const name of [MANIFEST, DATABASE_FILE]) expect(after[name].equals(before[name])).toBe(true);
+		} finally {
+			unmount(target);
+		}
+	}, 30_000);
 });
