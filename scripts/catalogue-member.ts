@@ -26,17 +26,28 @@ export function onInterrupt(undo: () => unknown): () => void {
 	return () => undoOnInterrupt.delete(undo);
 }
 
+/** Set once SIGINT or SIGTERM interrupts the tool: a failure after it is the interruption's, which the tool has said already. */
+let interruptedBy: NodeJS.Signals | undefined;
+export const interrupted = () => interruptedBy !== undefined;
+
 /**
  * Makes SIGINT and SIGTERM end the tool as a failure (status 130 or 143), saying `whatIsLeft`, once what `onInterrupt` registered
  * is undone. moleculer's own handlers, left off in `startMember`, stopped the broker and exited with 0, skipping the tool's clean-up.
+ * The function returned tells that the tool's work is done (its file in place): a signal after it only cuts its stop short, and the
+ * tool ends with the work's own status, saying nothing more.
  */
-export function exitOnSignals(tool: string, whatIsLeft: string): void {
+export function exitOnSignals(tool: string, whatIsLeft: string): () => void {
+	let done = false;
 	for (const signal of ["SIGINT", "SIGTERM"] as const)
 		process.once(signal, () => {
-			console.error(`\n${tool} interrupted (${signal}): ${whatIsLeft}`);
+			interruptedBy = signal;
+			if (!done) console.error(`\n${tool} interrupted (${signal}): ${whatIsLeft}`);
 			const undone = Promise.allSettled([...undoOnInterrupt].map(async undo => undo()));
-			void within(undone, CLEAN_UP_MS).finally(() => process.exit(128 + osConstants.signals[signal]));
+			void within(undone, CLEAN_UP_MS).finally(() => process.exit(done ? undefined : 128 + osConstants.signals[signal]));
 		});
+	return () => {
+		done = true;
+	};
 }
 
 /**

@@ -14,13 +14,13 @@ import { exportCatalogue, guarded, refusedExportTarget, type ExportSummary } fro
 import { config } from "../lib/config/config";
 import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
-import { exitOnSignals, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
+import { exitOnSignals, interrupted, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run export -- <file>, or npm run -s export -- - for stdout (-s: without npm's own lines there)";
 
 /** Writes the export to `target` whole or not at all: to a file beside it, flushed to the disk, then renamed over it. */
-async function exportToFile(target: string, run: (out: Writable) => Promise<ExportSummary>): Promise<ExportSummary> {
+async function exportToFile(target: string, run: (out: Writable) => Promise<ExportSummary>, done: () => void): Promise<ExportSummary> {
 	const partial = `${target}.partial-${process.pid}`;
 	const out = guarded(createWriteStream(partial));
 	const kept = onInterrupt(() => rm(partial, { force: true }));
@@ -33,6 +33,7 @@ async function exportToFile(target: string, run: (out: Writable) => Promise<Expo
 		const written = await open(partial, "r+");
 		await written.sync().finally(() => written.close());
 		await rename(partial, target);
+		done();
 		await syncFolder(path.dirname(target));
 		return summary;
 	} catch (err) {
@@ -48,7 +49,7 @@ async function exportToFile(target: string, run: (out: Writable) => Promise<Expo
 const SHOWN = 20;
 
 /** `npm run export -- <file>`: the whole catalogue as JSON Lines (docs/contract.md, "Export and import"); false when an import would refuse some of it. */
-async function exportTo(broker: ServiceBroker, target: string): Promise<boolean> {
+async function exportTo(broker: ServiceBroker, target: string, done: () => void): Promise<boolean> {
 	const call: Caller = (action, params) => broker.call(action, params);
 	const started = Date.now();
 	const counts = await Promise.all(DATA_SERVICE_NAMES.map(name => call<number>(`${name}.count`, {})));
@@ -60,9 +61,10 @@ async function exportTo(broker: ServiceBroker, target: string): Promise<boolean>
 	const spoolDir = await mkdtemp(path.join(tmpdir(), "catalogue-export-"));
 	const spooled = onInterrupt(() => rm(spoolDir, { recursive: true, force: true }));
 	try {
-		const options = { call, page: EXPORT_PAGE, spoolDir, progress: (done: number) => bar.update(done) };
+		const options = { call, page: EXPORT_PAGE, spoolDir, progress: (records: number) => bar.update(records) };
 		const run = (out: Writable) => exportCatalogue(options, out);
-		const summary = target === "-" ? await run(process.stdout) : await exportToFile(target, run);
+		const summary =
+			target === "-" ? await run(process.stdout).then(written => (done(), written)) : await exportToFile(target, run, done);
 		bar.stop();
 		const { categories, authors, games } = summary.counts;
 		console.error(
@@ -101,15 +103,18 @@ async function main(): Promise<void> {
 		return;
 	}
 	console.error(`Exporting the catalogue of ${whereTheCatalogueIs()}`);
-	exitOnSignals("Export", target === "-" ? "what went to stdout is not a whole export." : `nothing was written to ${target}.`);
+	const done = exitOnSignals(
+		"Export",
+		target === "-" ? "what went to stdout is not a whole export." : `nothing was written to ${target}.`,
+	);
 	let broker: ServiceBroker | undefined;
 	try {
 		broker = await startMember({ snapshot: true });
 		const started = broker;
 		onInterrupt(() => started.stop());
-		if (!(await exportTo(broker, target))) process.exitCode = 1;
+		if (!(await exportTo(broker, target, done))) process.exitCode = 1;
 	} catch (err) {
-		console.error(`Export failed: ${(err as Error).message}`);
+		if (!interrupted()) console.error(`Export failed: ${(err as Error).message}`);
 		process.exitCode = 1;
 	} finally {
 		await broker?.stop();

@@ -6,7 +6,7 @@ import { TRANSFER_BATCH } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/transfer/import";
 import { readLines } from "../lib/transfer/lines";
-import { exitOnSignals, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
+import { exitOnSignals, interrupted, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
@@ -15,7 +15,7 @@ const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, chec
 const printable = (text: string) => text.replace(/(?!\n)\p{Cc}/gu, char => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 /** `npm run import -- <file>`: an export file loaded into the catalogue, ids kept (docs/contract.md, "Export and import"). */
-async function importFrom(broker: ServiceBroker, file: string): Promise<boolean> {
+async function importFrom(broker: ServiceBroker, file: string, done: () => void): Promise<boolean> {
 	const call: Caller = (action, params) => broker.call(action, params);
 	const started = Date.now();
 	const bar = progressBar("import");
@@ -24,13 +24,14 @@ async function importFrom(broker: ServiceBroker, file: string): Promise<boolean>
 		lines: () => readLines(file),
 		call,
 		batch: TRANSFER_BATCH,
-		progress: done => bar.update(done),
+		progress: records => bar.update(records),
 	};
 	const total = await checkFile(options);
 	console.error(`${file}: ${total} records, checked`);
 	bar.start(total, 0);
 	try {
 		const summary = await importFile(options, total);
+		done();
 		bar.stop();
 		const { read, created, unchanged, updated, refused } = summary;
 		console.error(
@@ -63,16 +64,16 @@ async function main(): Promise<void> {
 		if (!(await stat(file)).isFile())
 			throw new Error(`${file} is not a file (a pipe, a device or a folder): save the export to a file first`);
 		console.error(`Importing ${file} into the catalogue of ${whereTheCatalogueIs()}`);
-		exitOnSignals(
+		const done = exitOnSignals(
 			"Import",
 			"part of the file may be in the catalogue; run the same import again to finish it (it creates only what is missing).",
 		);
 		broker = await startMember();
 		const started = broker;
 		onInterrupt(() => started.stop());
-		if (!(await importFrom(broker, file))) process.exitCode = 1;
+		if (!(await importFrom(broker, file, done))) process.exitCode = 1;
 	} catch (err) {
-		console.error(printable(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`));
+		if (!interrupted()) console.error(printable(err instanceof RefusedFile ? err.message : `Import failed: ${(err as Error).message}`));
 		process.exitCode = 1;
 	} finally {
 		await broker?.stop();

@@ -332,9 +332,29 @@ describe("interrupted and concurrent runs", () => {
 		const interrupted = await exporting;
 		expect(interrupted.code).toBe(130);
 		expect(interrupted.output).toContain(`Export interrupted (SIGINT): nothing was written to ${target}.`);
+		// Its file removed under it, the export's own failure is the interruption's: not told as another one.
+		expect(interrupted.output).not.toContain("Export failed");
 		expect(readdirSync(spool)).toEqual([]);
 		expect(readdirSync(dir).filter(name => name.startsWith("interrupted.jsonl"))).toEqual([]);
 	}, 180_000);
+
+	test("a signal once the export's file is in place, while the tool stops: the export ends as it went, and says nothing false", async () => {
+		const data = path.join(dir, "export-then-signal");
+		const file = path.join(dir, "export-then-signal-source.jsonl");
+		await writeSyntheticExport(file, { categories: 5, authors: 10, games: 100 });
+		expect((await runTool("import", [file], { env: embedded(data) })).code).toBe(0);
+		const target = path.join(dir, "export-then-signal.jsonl");
+		let pid = 0;
+		const exporting = runTool("export", [target], { env: embedded(data), started: started => (pid = started) });
+		// The file is renamed into place about half a second before the tool has stopped its services.
+		while (!existsSync(target)) await new Promise(resolve => setTimeout(resolve, 5));
+		process.kill(pid, "SIGTERM");
+		const run = await exporting;
+		expect(run.code).toBe(0);
+		expect(run.output).toMatch(/Exported 5 categories, 10 authors and 100 games/);
+		expect(run.output).not.toMatch(/interrupted|nothing was written|failed/);
+		expect(recordsOf(target)).toBe(recordsOf(file));
+	}, 60_000);
 
 	test("an import from a pipe is refused, naming it: the file is read twice", async () => {
 		const pipe = path.join(dir, "export.fifo");
