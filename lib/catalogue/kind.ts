@@ -104,6 +104,12 @@ export function asUpdate(kind: Kind, record: { id: string } & Record<string, unk
 	return { id: record.id, ...Object.fromEntries(values) };
 }
 
+/** The JavaScript type each field of `kind` is stored as (a reference as its record's id), as `ValueOf` has it. */
+export const storedTypes = (kind: Kind): Record<string, "string" | "number"> =>
+	Object.fromEntries(
+		entries(kind).map(([name, field]) => [name, !isReference(field) && "wholeNumber" in field.rule ? "number" : "string"]),
+	);
+
 /** The query fields of the lists, by the name the request uses. */
 const filterRules = (kind: Kind) =>
 	Object.fromEntries(

@@ -2,10 +2,13 @@
  * Moves a DATA_DIR's NeDB files (`<collection>.db`) into the SQLite database at start: each collection in one transaction, then its
  * file moved into `nedb-migrated/`. Killed before the commit, the next start migrates again; killed after, it only moves the file.
  */
+import { isUtf8 } from "node:buffer";
 import { existsSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "moleculer";
 import type { DatabaseSync } from "node:sqlite";
+import { storedTypes } from "../catalogue/kind";
+import { KINDS } from "../catalogue/kinds";
 import { inTransaction, makeFolder, UnusableDataDir } from "./sqlite-database";
 
 /** Where the migrated files go, in DATA_DIR. */
@@ -13,31 +16,53 @@ const MIGRATED_FOLDER = "nedb-migrated";
 
 type Doc = Record<string, unknown> & { _id?: unknown; $$deleted?: unknown };
 
+/** A file's lines, split at `\n` only, as bytes. */
+function linesOf(bytes: Buffer): Buffer[] {
+	const lines: Buffer[] = [];
+	for (let start = 0; start <= bytes.length;) {
+		const end = bytes.indexOf(0x0a, start);
+		lines.push(bytes.subarray(start, end === -1 ? bytes.length : end));
+		start = end === -1 ? bytes.length + 1 : end + 1;
+	}
+	return lines;
+}
+
 /**
  * The records a NeDB file holds: later lines of an id replace earlier ones, `$$deleted` removes one, index lines are skipped.
- * A half-written last line (a killed append) is dropped; a damaged line anywhere else stops the start, naming it.
+ * A half-written last line (a killed append) is dropped; a damaged line anywhere else stops the start, naming it: one that is not
+ * UTF-8, not a JSON object, or a record with a field of another type than `types` gives it (a category's id that is an object
+ * would fail every list of games).
  */
-export function readNeDbFile(file: string): { records: Map<string, Doc>; tornTail: boolean } {
-	const lines = readFileSync(file, "utf8").split("\n");
+export function readNeDbFile(file: string, types: Record<string, string> = {}): { records: Map<string, Doc>; tornTail: boolean } {
+	const lines = linesOf(readFileSync(file));
 	const records = new Map<string, Doc>();
 	let tornTail = false;
-	lines.forEach((line, index) => {
-		if (line.trim() === "") return;
-		let doc: Doc;
+	const damaged = (index: number, why: string) =>
+		new UnusableDataDir(`${file} line ${index + 1} is not a record NeDB wrote (${why}): it cannot be migrated`);
+	lines.forEach((bytes, index) => {
+		let doc: unknown;
 		try {
-			doc = JSON.parse(line) as Doc;
+			if (!isUtf8(bytes)) throw new Error("its bytes are not UTF-8");
+			const line = bytes.toString("utf8");
+			if (line.trim() === "") return;
+			doc = JSON.parse(line);
 		} catch (err) {
 			if (index === lines.length - 1) {
 				tornTail = true;
 				return;
 			}
-			throw new UnusableDataDir(
-				`${file} line ${index + 1} is not a record NeDB wrote (${(err as Error).message}): it cannot be migrated`,
-			);
+			throw damaged(index, (err as Error).message);
 		}
-		if (typeof doc._id !== "string") return;
-		if (doc.$$deleted === true) records.delete(doc._id);
-		else records.set(doc._id, doc);
+		if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw damaged(index, "it is not a JSON object");
+		const record = doc as Doc;
+		if (typeof record._id !== "string") return;
+		if (record.$$deleted === true) {
+			records.delete(record._id);
+			return;
+		}
+		for (const [field, type] of Object.entries(types))
+			if (field in record && typeof record[field] !== type) throw damaged(index, `its '${field}' is not a ${type}`);
+		records.set(record._id, record);
 	});
 	return { records, tornTail };
 }
@@ -49,7 +74,10 @@ export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: s
 	const key = `nedb-migrated ${collection}`;
 	const migratedOn = () => db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(key) as { value: string } | undefined;
 	let migrated = migratedOn();
-	const { records, tornTail } = migrated ? { records: new Map<string, Doc>(), tornTail: false } : readNeDbFile(file);
+	const kind = KINDS.find(({ service }) => service === collection);
+	const { records, tornTail } = migrated
+		? { records: new Map<string, Doc>(), tornTail: false }
+		: readNeDbFile(file, kind && storedTypes(kind));
 	// Synced at its commit (NORMAL syncs at checkpoints): after a power cut the file is never found moved aside, its records lost.
 	db.exec("PRAGMA synchronous = FULL");
 	try {

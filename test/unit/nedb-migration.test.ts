@@ -338,6 +338,42 @@ describe("readNeDbFile", () => {
 		]);
 	});
 
+	test.each([
+		["bytes that are not UTF-8", Buffer.from('{"_id":"g2","title":"Agric\xe9la"}', "latin1"), "its bytes are not UTF-8"],
+		["null", Buffer.from("null"), "it is not a JSON object"],
+		["a number", Buffer.from("5"), "it is not a JSON object"],
+		["an array", Buffer.from("[1]"), "it is not a JSON object"],
+		[
+			"a record whose category is an object",
+			Buffer.from('{"_id":"g2","title":"T","category":{"x":1}}'),
+			"its 'category' is not a string",
+		],
+		["a record whose age is text", Buffer.from('{"_id":"g2","title":"T","age":"ten"}'), "its 'age' is not a number"],
+	])("a line holding %s stops the migration, naming the file and the line", (_case, bad, why) => {
+		const file = path.join(mkdtempSync(path.join(root, "bad-")), "games.db");
+		writeFileSync(
+			file,
+			Buffer.concat([Buffer.from('{"_id":"g1","title":"Fine","age":10}\n'), bad, Buffer.from('\n{"_id":"g3","title":"Also"}\n')]),
+		);
+		const types = { title: "string", age: "number", category: "string", author: "string" };
+		expect(() => readNeDbFile(file, types)).toThrow(
+			new UnusableDataDir(`${file} line 2 is not a record NeDB wrote (${why}): it cannot be migrated`),
+		);
+	});
+
+	test("a migration checks each record against its kind's fields: a game whose category is an object stops the start, naming it", () => {
+		const dataDir = mkdtempSync(path.join(root, "data-"));
+		const games = path.join(dataDir, "games.db");
+		writeFileSync(games, '{"_id":"g1","title":"Object category","age":4,"category":{"x":1},"author":"a1"}\n');
+		expect(() => start(dataDir)).toThrow(`${games} line 1 is not a record NeDB wrote (its 'category' is not a string)`);
+	});
+
+	test("a last line cut inside a character (a write cut off) is a torn line, left out", () => {
+		const file = path.join(mkdtempSync(path.join(root, "tail-")), "games.db");
+		writeFileSync(file, Buffer.concat([Buffer.from('{"_id":"g1","title":"One"}\n{"_id":"g2","title":"Caf'), Buffer.from([0xc3])]));
+		expect(readNeDbFile(file)).toEqual({ records: new Map([["g1", { _id: "g1", title: "One" }]]), tornTail: true });
+	});
+
 	test("the same text without its last newline is no torn line", () => {
 		const file = path.join(mkdtempSync(path.join(root, "tail-")), "authors.db");
 		writeFileSync(file, '{"_id":"a1","name":"One"}\n{"_id":"a2","name":"Two"}');
