@@ -16,6 +16,7 @@ import { EXPORT_PAGE } from "../lib/transfer/format";
 import type { Caller } from "../lib/transfer/calls";
 import { exitOnSignals, interrupted, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
+import { typedPath } from "./typed-path";
 
 const USAGE = "usage: npm run export -- <file>, or npm run -s export -- - for stdout (-s: without npm's own lines there)";
 
@@ -89,13 +90,14 @@ async function exportTo(broker: ServiceBroker, target: string, done: () => void)
 }
 
 async function main(): Promise<void> {
-	const target = process.argv[2];
-	if (!target || process.argv.length > 3) {
+	const typed = process.argv[2];
+	if (!typed || process.argv.length > 3) {
 		console.error(USAGE);
 		process.exitCode = 2;
 		return;
 	}
 	// Another catalogue's files, or a folder, are refused before the catalogue is read.
+	const target = typed === "-" ? typed : typedPath(typed);
 	const refused = target === "-" ? undefined : refusedExportTarget(target, config.dataDir);
 	if (refused) {
 		console.error(`Export failed: ${refused}`);

@@ -8,6 +8,7 @@ import { checkFile, importFile, RefusedFile, type ImportOptions } from "../lib/t
 import { readLines } from "../lib/transfer/lines";
 import { exitOnSignals, interrupted, onInterrupt, startMember, whereTheCatalogueIs } from "./catalogue-member";
 import { progressBar, secondsSince } from "./progress";
+import { typedPath } from "./typed-path";
 
 const USAGE = "usage: npm run import -- <file>   (a file: it is read twice, checked whole before anything is written)";
 
@@ -51,12 +52,13 @@ async function importFrom(broker: ServiceBroker, file: string, done: () => void)
 }
 
 async function main(): Promise<void> {
-	const file = process.argv[2];
-	if (!file || file === "-" || process.argv.length > 3) {
+	const typed = process.argv[2];
+	if (!typed || typed === "-" || process.argv.length > 3) {
 		console.error(USAGE);
 		process.exitCode = 2;
 		return;
 	}
+	const file = typedPath(typed);
 	let broker: ServiceBroker | undefined;
 	try {
 		await access(file);

@@ -378,14 +378,22 @@ export function readSnapshot(dataDir: string): () => void {
 	};
 }
 
+/** The files of an earlier version's DATA_DIR (lib/storage/nedb-migration.ts). */
+const NEDB_FILES = DATA_SERVICE_NAMES.map(name => `${name}.db`);
+
 /** A connection that only reads the database of `dataDir`, beside any process that writes it; throws when there is none. */
 export function openForReading(dataDir: string): DatabaseSync {
 	const file = databaseFile(path.resolve(dataDir));
 	// Run where the records are not (a REPL joined to a cluster from another host or container, a mistyped DATA_DIR).
-	if (!existsSync(file))
+	if (!existsSync(file)) {
+		// An earlier version's folder: its records are there, in the files its first start migrates.
+		const earlier = NEDB_FILES.filter(name => existsSync(path.join(path.dirname(file), name)));
 		throw new UnusableDataDir(
-			`${file} cannot be read: no catalogue database is there. DATA_DIR must name the folder where the catalogue keeps its records, on this machine.`,
+			earlier.length > 0
+				? `${file} cannot be read: the folder holds an earlier version's files (${earlier.join(", ")}), which the catalogue moves into its database at its first start: start it once, then run this again.`
+				: `${file} cannot be read: no catalogue database is there. DATA_DIR must name the folder where the catalogue keeps its records, on this machine.`,
 		);
+	}
 	try {
 		const db = connect(file, { readOnly: true });
 		prepare(db, file, true);

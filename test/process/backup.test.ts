@@ -4,7 +4,7 @@ import path from "node:path";
 import { Api } from "../support/catalogue";
 import { answers, freePort, startProcess, waitFor, type Node } from "../support/process";
 import { PROMPT_SHOWN, ReplSession } from "../support/repl";
-import { runTool } from "../support/transfer";
+import { runTool, writeSyntheticExport } from "../support/transfer";
 
 // `npm run backup -- <dir>` and the REPL's `backup <dir>` on a catalogue that keeps writing
 // (docs/operations.md, "Backups"), and the documented restore: the copies started as DATA_DIR.
@@ -201,4 +201,15 @@ test("npm run backup refuses MongoDB (naming mongodump and mongorestore), memory
 		output: expect.stringContaining(`Backup failed: ${path.join(empty, "catalogue.sqlite")} cannot be read`),
 	});
 	expect(existsSync(target)).toBe(false);
+});
+
+test("a relative <dir> is read from the folder npm was run in (INIT_CWD), not from the package's root", async () => {
+	const data = folder("relative-data");
+	const file = path.join(folder("relative-export"), "catalogue.jsonl");
+	await writeSyntheticExport(file, { categories: 1, authors: 1, games: 1 });
+	expect((await runTool("import", [file], { env: { DATA_DIR: data, STORAGE: "file" } })).code).toBe(0);
+	const typedIn = folder("relative-typed-in");
+	const run = await runBackup(["./copy"], { DATA_DIR: data, STORAGE: "file", INIT_CWD: typedIn });
+	expect(run).toEqual({ code: 0, output: expect.stringContaining(`to ${path.join(typedIn, "copy", "catalogue.sqlite")}`) });
+	expect(existsSync(path.join(typedIn, "copy", "backup.json"))).toBe(true);
 });

@@ -159,6 +159,15 @@ test("a folder without a catalogue database is refused, naming the file", async 
 	expect(readdirSync(empty)).toEqual([]);
 });
 
+test("a folder holding only an earlier version's files is refused, saying that the catalogue's first start migrates them", async () => {
+	const earlier = path.join(root, "earlier");
+	mkdirSync(earlier);
+	writeFileSync(path.join(earlier, "games.db"), "");
+	await expect(backupDataDir(earlier, target)).rejects.toThrow(
+		`${path.join(earlier, DATABASE_FILE)} cannot be read: the folder holds an earlier version's files (games.db), which the catalogue moves into its database at its first start: start it once, then run this again.`,
+	);
+});
+
 test("MongoDB and memory have no files to back up: the operator is told what to use instead", () => {
 	expect(noFilesToBackUp({ mongoUri: "mongodb://db/catalogue", storage: "file" })).toContain(
 		"Back it up with `mongodump --oplog` and restore it with `mongorestore --oplogReplay`",
