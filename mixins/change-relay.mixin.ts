@@ -126,9 +126,10 @@ export function changeRelay(kind: Kind) {
 			async relayOnce() {
 				const { relay } = this;
 				const nats = natsConnection(this.broker)!;
+				const feed = feedOf(this.adapter);
 				for (;;) {
 					// Read first: an outbox that cannot be published (no JetStream, NATS away) is seen waiting.
-					const outbox = await feedOf(this.adapter).unpublished(FEED_PAGE);
+					const outbox = await feed.unpublished(FEED_PAGE);
 					this.noteOutbox(outbox);
 					if (outbox.changes.length === 0) return;
 					if (relay.stream !== "made") {
@@ -136,7 +137,7 @@ export function changeRelay(kind: Kind) {
 						relay.stream = "made";
 					}
 					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);
-					if (last !== undefined) await feedOf(this.adapter).markPublished(last);
+					if (last !== undefined) await feed.markPublished(last);
 					if (this.broker.metrics.isEnabled()) this.broker.metrics.increment(FEED_METRICS.published, labels, stored);
 					if (failure) throw failure;
 					// A page not full was the whole outbox: what was written since comes with the next cycle, after its pause.

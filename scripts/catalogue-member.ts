@@ -27,8 +27,8 @@ export function onInterrupt(undo: () => unknown): () => void {
 }
 
 /** Set once SIGINT or SIGTERM interrupts the tool: a failure after it is the interruption's, which the tool has said already. */
-let interruptedBy: NodeJS.Signals | undefined;
-export const interrupted = () => interruptedBy !== undefined;
+let wasInterrupted = false;
+export const interrupted = () => wasInterrupted;
 
 /**
  * Makes SIGINT and SIGTERM end the tool as a failure (status 130 or 143), saying `whatIsLeft`, once what `onInterrupt` registered
@@ -40,7 +40,7 @@ export function exitOnSignals(tool: string, whatIsLeft: string): () => void {
 	let done = false;
 	for (const signal of ["SIGINT", "SIGTERM"] as const)
 		process.once(signal, () => {
-			interruptedBy = signal;
+			wasInterrupted = true;
 			if (!done) console.error(`\n${tool} interrupted (${signal}): ${whatIsLeft}`);
 			const undone = Promise.allSettled([...undoOnInterrupt].map(async undo => undo()));
 			void within(undone, CLEAN_UP_MS).finally(() => process.exit(done ? undefined : 128 + osConstants.signals[signal]));
