@@ -112,15 +112,19 @@ class GaplessNats extends Transporters.NATS {
 		this.subscribedSeq = this.broker.getLocalNodeInfo().seq;
 		const replaced = this.subscriptions;
 		this.subscriptions = [];
-		return super
-			.makeBalancedSubscriptions()
-			.then(() => (this.client as NatsConnection).flush())
-			.then(() => {
-				// The old ones go once the others have heard the announcement that follows, as moleculer's stop waits for them to
-				// (registry.stopDelay): until then what the node no longer takes still reaches it, and it refuses it at once.
-				const wait = this.broker.options.registry?.stopDelay ?? 0;
-				setTimeout(() => replaced.forEach(subscription => void subscription.drain().catch(() => undefined)), wait).unref();
-			});
+		return (
+			super
+				.makeBalancedSubscriptions()
+				// A round trip the connection loses fails, and moleculer's debounced announcement of the node's services does not catch
+				// its failure, which would end the node. Nothing is lost: on reconnecting, the client subscribes again before sending the rest.
+				.then(() => (this.client as NatsConnection).flush().catch(() => undefined))
+				.then(() => {
+					// The old ones go once the others have heard the announcement that follows, as moleculer's stop waits for them to
+					// (registry.stopDelay): until then what the node no longer takes still reaches it, and it refuses it at once.
+					const wait = this.broker.options.registry?.stopDelay ?? 0;
+					setTimeout(() => replaced.forEach(subscription => void subscription.drain().catch(() => undefined)), wait).unref();
+				})
+		);
 	}
 
 	override publish(packet: Packet): Promise<void> {

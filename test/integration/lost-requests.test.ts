@@ -135,3 +135,30 @@ test("calls sent while the only node of a service stops are answered or refused 
 		outcomes.filter(outcome => outcome !== "1" && outcome !== "ServiceNotAvailableError" && outcome !== "ServiceNotFoundError"),
 	).toEqual([]);
 });
+
+test("a node that announces its services while NATS is away neither fails nor ends, and takes calls again once NATS is back", async () => {
+	const away = await startNats();
+	try {
+		const ns = namespace();
+		const transporter = natsTransporter(away.url, null);
+		const shelf = await node({ nodeID: "shelf", namespace: ns, transporter });
+		shelf.createService({ name: "shelf", actions: { count: () => 1 } });
+		const caller = await node({ nodeID: "caller", namespace: ns, transporter });
+		await Promise.all([shelf.start(), caller.start()]);
+		await caller.waitForServices("shelf", 10_000);
+		await away.stop();
+		// What moleculer's debounced announcement does, uncaught: its round trip to NATS fails when the client tries to reconnect.
+		const announced = await shelf.registry.discoverer.sendLocalNodeInfo().then(
+			() => "announced",
+			(err: Error) => err.message,
+		);
+		await away.start();
+		expect(announced).toBe("announced");
+		const counted = () => caller.call("shelf.count", {}, { timeout: 500, retries: 0 }).then(String, (err: Error) => err.name);
+		await waitFor("the shelf answers again", async () => (await counted()) === "1", [], 20_000);
+	} finally {
+		await Promise.all(brokers.map(broker => broker.stop()));
+		brokers = [];
+		await away.stop();
+	}
+}, 40_000);
