@@ -203,7 +203,14 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// included; abandoned ones are cleared first. Internal: not on HTTP.
 		countBy: {
 			visibility: "public",
-			params: { $$strict: "remove", category: { type: "string", optional: true }, author: { type: "string", optional: true } },
+			// One reference at least: a count of none would count every game on SQLite, and MongoDB refuses its empty `$or`.
+			params: {
+				$$root: true,
+				type: "object",
+				strict: "remove",
+				minProps: 1,
+				props: { category: { type: "string", optional: true }, author: { type: "string", optional: true } },
+			},
 			async handler(ctx: Context<GameCountQuery>): Promise<number> {
 				const abandoned = Date.now() - changing.leaseMs;
 				await this.adapter.removeMany({ draft: { $lt: abandoned } });

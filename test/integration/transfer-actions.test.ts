@@ -183,3 +183,10 @@ describe("imported games' drafts", () => {
 		expect(await call("games.countBy", { category })).toBe(40);
 	});
 });
+
+test("games.countBy counts the games of a reference, and refuses a call that names none rather than count every game", async () => {
+	const category = newId();
+	expect(await call("games.countBy", { category })).toBe(0);
+	for (const params of [{}, { other: category }])
+		await expect(call("games.countBy", params)).rejects.toMatchObject({ name: "ValidationError", code: 422 });
+});
