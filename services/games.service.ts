@@ -1,4 +1,5 @@
 import uniq from "lodash/uniq";
+import type { RuleObject } from "fastest-validator";
 import type { Context } from "moleculer";
 import { inSteps } from "../lib/async/steps";
 import { firstFailure } from "../lib/catalogue/checks";
@@ -22,6 +23,18 @@ import type { Game, GameBody, GameCountQuery, GameFilter, GamePageRequest, GameU
 
 const params = actionParams(GAME);
 const gameSort = sortOf(GAME)!;
+
+/**
+ * countBy's params, one rule for the whole object (fastest-validator's `$$root`): a reference at least, as a count of none would
+ * count every game on SQLite, and MongoDB refuses its empty `$or`.
+ */
+const COUNT_BY_PARAMS: RuleObject & { $$root: true } = {
+	$$root: true,
+	type: "object",
+	strict: "remove",
+	minProps: 1,
+	props: { category: { type: "string", optional: true }, author: { type: "string", optional: true } },
+};
 
 /** The references a listed game carries as full records, each filled in with the records of its service's `get`. */
 const POPULATES = populatesInSteps({ category: "categories.get", author: "authors.get" });
@@ -203,14 +216,7 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 		// included; abandoned ones are cleared first. Internal: not on HTTP.
 		countBy: {
 			visibility: "public",
-			// One reference at least: a count of none would count every game on SQLite, and MongoDB refuses its empty `$or`.
-			params: {
-				$$root: true,
-				type: "object",
-				strict: "remove",
-				minProps: 1,
-				props: { category: { type: "string", optional: true }, author: { type: "string", optional: true } },
-			},
+			params: COUNT_BY_PARAMS,
 			async handler(ctx: Context<GameCountQuery>): Promise<number> {
 				const abandoned = Date.now() - changing.leaseMs;
 				await this.adapter.removeMany({ draft: { $lt: abandoned } });
