@@ -4,6 +4,7 @@
  */
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { DATA_SERVICE_NAMES } from "../catalogue/services";
@@ -151,7 +152,7 @@ function compiled(source: string, givenFlags: string): RegExp {
 }
 
 /** A connection with the catalogue's settings: WAL, `synchronous=NORMAL` (docs/storage.md, "What a crash can and cannot lose"), the `$regex` function. */
-function connect(file: string, options: { readOnly?: boolean } = {}): DatabaseSync {
+function connect(file: string | URL, options: { readOnly?: boolean } = {}): DatabaseSync {
 	const db = new DatabaseSync(file, { readOnly: options.readOnly ?? false, timeout: BUSY_WAIT_MS });
 	try {
 		// For a new file: each write rewrites a page per index it touches, and the log takes whole
@@ -395,10 +396,43 @@ export function openForReading(dataDir: string): DatabaseSync {
 		);
 	}
 	try {
-		const db = connect(file, { readOnly: true });
+		return prepared(connect(file, { readOnly: true }), file);
+	} catch (err) {
+		// A stopped catalogue's folder mounted read-only, as a backup job mounts a volume: SQLite reads a database in WAL mode through
+		// a `-shm` file it makes beside it, and may not make one there. No `-wal` left means the last writer put every record in the
+		// file as it closed: the file alone is read, as immutable (no locks, no `-shm`). docs/operations.md, "Backup".
+		const stoppedReadOnly =
+			(err as { errcode?: number }).errcode === SQLITE_CANTOPEN && !existsSync(`${file}-wal`) && !writable(path.dirname(file));
+		if (!stoppedReadOnly) throw new UnusableDataDir(`${file} cannot be read: ${reason(err, file)}`);
+	}
+	const url = pathToFileURL(file);
+	url.searchParams.set("immutable", "1");
+	try {
+		return prepared(connect(url, { readOnly: true }), file);
+	} catch (err) {
+		throw new UnusableDataDir(`${file} cannot be read: ${reason(err, file)}`);
+	}
+}
+
+/** SQLite's primary result code for a file it cannot open. */
+const SQLITE_CANTOPEN = 14;
+
+/** `db` once `prepare` has checked it is a catalogue's database to read; closed if it is not. */
+function prepared(db: DatabaseSync, file: string): DatabaseSync {
+	try {
 		prepare(db, file, true);
 		return db;
 	} catch (err) {
-		throw new UnusableDataDir(`${file} cannot be read: ${reason(err, file)}`);
+		db.close();
+		throw err;
+	}
+}
+
+function writable(dir: string): boolean {
+	try {
+		accessSync(dir, constants.W_OK);
+		return true;
+	} catch {
+		return false;
 	}
 }

@@ -10,6 +10,9 @@ export const mountTmpfs = (dir: string, size: string) =>
 /** Gives the tmpfs on `dir` another size, its files kept: what an operator does who grows a full volume. */
 export const resizeTmpfs = (dir: string, size: string) => execFileSync("mount", ["-o", `remount,size=${size}`, dir], { stdio: "pipe" });
 
+/** Makes the tmpfs on `dir` read-only, its files kept: as a backup job mounts a volume. */
+export const remountReadOnly = (dir: string) => execFileSync("mount", ["-o", "remount,ro", dir], { stdio: "pipe" });
+
 export const unmount = (dir: string) => execFileSync("umount", [dir], { stdio: "pipe" });
 
 /** Whether this process may mount a tmpfs (root, or a container with CAP_SYS_ADMIN): tried once on a folder of its own. */
