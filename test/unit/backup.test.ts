@@ -239,12 +239,12 @@ test("a catalogue restored from a backup numbers its feed on past every seq hand
 	own.close();
 });
 
-describe("a backup onto a real full disk (a tmpfs)", () => {
+describe("on a real tmpfs: a full disk, a folder mounted read-only", () => {
 	if (
 		!runsWith(canMountTmpfs(), {
-			notRun: "The full-disk backup test did NOT run: it mounts a small tmpfs, which needs root (or CAP_SYS_ADMIN)",
+			notRun: "The tmpfs backup tests (a full disk, a folder mounted read-only) did NOT run: they mount a tmpfs, which needs root (or CAP_SYS_ADMIN)",
 			hint: "Run the tests as root, as CI does.",
-			name: "a backup refused by a full disk leaves the earlier one whole and nothing beside it",
+			name: "on a real tmpfs: a full disk, a folder mounted read-only",
 		})
 	)
 		return;
@@ -283,44 +283,37 @@ describe("a backup onto a real full disk (a tmpfs)", () => {
 			unmount(target);
 		}
 	}, 30_000);
-});
 
-describe("a catalogue's folder mounted read-only (a tmpfs), as a backup job mounts a volume", () => {
-	if (
-		!runsWith(canMountTmpfs(), {
-			notRun: "The read-only backup tests did NOT run: they mount a tmpfs, which needs root (or CAP_SYS_ADMIN)",
-			hint: "Run the tests as root, as CI does.",
-			name: "a catalogue's folder mounted read-only",
-		})
-	)
-		return;
+	describe("a catalogue's folder mounted read-only, as a backup job mounts a volume", () => {
+		let mounted: string;
+		beforeEach(() => {
+			mounted = path.join(root, "mounted");
+			mkdirSync(mounted);
+			mountTmpfs(mounted, "8m");
+			const stopped = withTables(openDatabase(mounted, "alone"));
+			stopped.writer.prepare("INSERT INTO categories (_id, doc) VALUES (?, ?)").run("c1", JSON.stringify({ name: "Abstract" }));
+			stopped.release();
+		});
+		afterEach(() => unmount(mounted));
 
-	let mounted: string;
-	beforeEach(() => {
-		mounted = path.join(root, "mounted");
-		mkdirSync(mounted);
-		mountTmpfs(mounted, "8m");
-		const stopped = withTables(openDatabase(mounted, "alone"));
-		stopped.writer.prepare("INSERT INTO categories (_id, doc) VALUES (?, ?)").run("c1", JSON.stringify({ name: "Abstract" }));
-		stopped.release();
-	});
-	afterEach(() => unmount(mounted));
+		test("of a catalogue stopped cleanly (no -wal left): backed up whole", async () => {
+			expect(existsSync(path.join(mounted, `${DATABASE_FILE}-wal`))).toBe(false);
+			remountReadOnly(mounted);
+			expect(await backupDataDir(mounted, target)).toMatchObject({ collections: { categories: 1, authors: 0, games: 0 } });
+			expect(rowsOf(path.join(target, DATABASE_FILE), "categories")).toEqual([
+				{ _id: "c1", doc: JSON.stringify({ name: "Abstract" }) },
+			]);
+		});
 
-	test("of a catalogue stopped cleanly (no -wal left): backed up whole", async () => {
-		expect(existsSync(path.join(mounted, `${DATABASE_FILE}-wal`))).toBe(false);
-		remountReadOnly(mounted);
-		expect(await backupDataDir(mounted, target)).toMatchObject({ collections: { categories: 1, authors: 0, games: 0 } });
-		expect(rowsOf(path.join(target, DATABASE_FILE), "categories")).toEqual([{ _id: "c1", doc: JSON.stringify({ name: "Abstract" }) }]);
-	});
-
-	test("of a catalogue killed with writes in its -wal: backed up with them, not from the file alone", async () => {
-		// A writer that ends without closing, as `kill -9` ends one: its last write is in the -wal, not yet in the file.
-		const file = path.join(mounted, DATABASE_FILE);
-		const write = `const db = new (require("node:sqlite").DatabaseSync)(${JSON.stringify(file)}); db.exec("PRAGMA wal_autocheckpoint = 0");
+		test("of a catalogue killed with writes in its -wal: backed up with them, not from the file alone", async () => {
+			// A writer that ends without closing, as `kill -9` ends one: its last write is in the -wal, not yet in the file.
+			const file = path.join(mounted, DATABASE_FILE);
+			const write = `const db = new (require("node:sqlite").DatabaseSync)(${JSON.stringify(file)}); db.exec("PRAGMA wal_autocheckpoint = 0");
 			db.prepare("INSERT INTO categories (_id, doc) VALUES ('c2', '{}')").run(); process.exit(0);`;
-		execFileSync(process.execPath, ["-e", write]);
-		expect(existsSync(`${file}-wal`)).toBe(true);
-		remountReadOnly(mounted);
-		expect(await backupDataDir(mounted, target)).toMatchObject({ collections: { categories: 2 } });
+			execFileSync(process.execPath, ["-e", write]);
+			expect(existsSync(`${file}-wal`)).toBe(true);
+			remountReadOnly(mounted);
+			expect(await backupDataDir(mounted, target)).toMatchObject({ collections: { categories: 2 } });
+		});
 	});
 });
