@@ -112,19 +112,20 @@ class GaplessNats extends Transporters.NATS {
 		this.subscribedSeq = this.broker.getLocalNodeInfo().seq;
 		const replaced = this.subscriptions;
 		this.subscriptions = [];
-		return (
-			super
-				.makeBalancedSubscriptions()
-				// A round trip the connection loses fails, and moleculer's debounced announcement of the node's services does not catch
-				// its failure, which would end the node. Nothing is lost: on reconnecting, the client subscribes again before sending the rest.
-				.then(() => (this.client as NatsConnection).flush().catch(() => undefined))
-				.then(() => {
-					// The old ones go once the others have heard the announcement that follows, as moleculer's stop waits for them to
-					// (registry.stopDelay): until then what the node no longer takes still reaches it, and it refuses it at once.
-					const wait = this.broker.options.registry?.stopDelay ?? 0;
-					setTimeout(() => replaced.forEach(subscription => void subscription.drain().catch(() => undefined)), wait).unref();
-				})
-		);
+		// moleculer's debounced announcement of the node's services does not catch a failure here, which would end the node: none
+		// leaves. A round trip the connection loses fails, and nothing is lost: on reconnecting, the client subscribes again before
+		// sending the rest. A connection closed for good (NATS refused the node's login twice) takes no subscription: the node is not
+		// ready (middlewares/readiness.middleware.ts), and says why.
+		return super
+			.makeBalancedSubscriptions()
+			.then(() => (this.client as NatsConnection).flush().catch(() => undefined))
+			.then(() => {
+				// The old ones go once the others have heard the announcement that follows, as moleculer's stop waits for them to
+				// (registry.stopDelay): until then what the node no longer takes still reaches it, and it refuses it at once.
+				const wait = this.broker.options.registry?.stopDelay ?? 0;
+				setTimeout(() => replaced.forEach(subscription => void subscription.drain().catch(() => undefined)), wait).unref();
+			})
+			.catch((err: Error) => this.logger.warn("The node's actions are not subscribed to on NATS:", err.message));
 	}
 
 	override publish(packet: Packet): Promise<void> {

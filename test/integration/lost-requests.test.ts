@@ -1,6 +1,6 @@
-import { ServiceBroker, type Middleware } from "moleculer";
+import { ServiceBroker, type Logger, type Middleware } from "moleculer";
 import { MemoryAnswers } from "../../lib/cache/memory-cacher";
-import { natsTransporter } from "../../lib/config/transporter";
+import { natsConnection, natsTransporter } from "../../lib/config/transporter";
 import { startNats, type NatsServer } from "../support/nats";
 import { waitFor } from "../support/process";
 
@@ -162,3 +162,16 @@ test("a node that announces its services while NATS is away neither fails nor en
 		await away.stop();
 	}
 }, 40_000);
+
+test("a node whose NATS connection closed for good announces its services without failing, and says why", async () => {
+	const { shelf } = await shelfAndCaller();
+	const warn = jest.spyOn((shelf.transit!.tx as unknown as { logger: Logger }).logger, "warn");
+	// As when NATS refuses the node's login twice: nats.js then stops reconnecting.
+	await natsConnection(shelf)!.close();
+	const announced = await shelf.registry.discoverer.sendLocalNodeInfo().then(
+		() => "announced",
+		(err: Error) => err.message,
+	);
+	expect(announced).toBe("announced");
+	expect(warn).toHaveBeenCalledWith("The node's actions are not subscribed to on NATS:", "CONNECTION_CLOSED");
+});
