@@ -400,7 +400,7 @@ export function openForReading(dataDir: string): DatabaseSync {
 	} catch (err) {
 		// A stopped catalogue's folder mounted read-only, as a backup job mounts a volume: SQLite reads a database in WAL mode through
 		// a `-shm` file it makes beside it, and may not make one there. No `-wal` left means the last writer put every record in the
-		// file as it closed: the file alone is read, as immutable (no locks, no `-shm`). docs/operations.md, "Backup".
+		// file as it closed: the file alone is read, as immutable (no locks, no `-shm`). docs/operations.md, "Backups".
 		const stoppedReadOnly =
 			(err as { errcode?: number }).errcode === SQLITE_CANTOPEN && !existsSync(`${file}-wal`) && !writable(path.dirname(file));
 		if (!stoppedReadOnly) throw new UnusableDataDir(`${file} cannot be read: ${reason(err, file)}`);
