@@ -41,12 +41,15 @@ const dropping = (drops: number) =>
 				cmd === "REQ" && drops-- > 0 ? undefined : next(cmd, data, socket),
 	}) as unknown as Middleware;
 
-/** A node `shelf` whose service `shelf` counts 1, and a node `caller` that has heard of it. */
-async function shelfAndCaller(shelfOptions: ConstructorParameters<typeof ServiceBroker>[0] = {}) {
+/** A node `shelf` whose service `shelf` counts 1, and a node `caller` that has heard of it; `both` is given to each. */
+async function shelfAndCaller(
+	shelfOptions: ConstructorParameters<typeof ServiceBroker>[0] = {},
+	both: ConstructorParameters<typeof ServiceBroker>[0] = {},
+) {
 	const ns = namespace();
-	const shelf = await node({ nodeID: "shelf", namespace: ns, ...shelfOptions });
+	const shelf = await node({ nodeID: "shelf", namespace: ns, ...both, ...shelfOptions });
 	shelf.createService({ name: "shelf", actions: { count: () => 1 } });
-	const caller = await node({ nodeID: "caller", namespace: ns });
+	const caller = await node({ nodeID: "caller", namespace: ns, ...both });
 	await Promise.all([shelf.start(), caller.start()]);
 	await caller.waitForServices("shelf", 10_000);
 	return { shelf, caller };
@@ -139,13 +142,7 @@ test("calls sent while the only node of a service stops are answered or refused 
 test("a node that announces its services while NATS is away neither fails nor ends, and takes calls again once NATS is back", async () => {
 	const away = await startNats();
 	try {
-		const ns = namespace();
-		const transporter = natsTransporter(away.url, null);
-		const shelf = await node({ nodeID: "shelf", namespace: ns, transporter });
-		shelf.createService({ name: "shelf", actions: { count: () => 1 } });
-		const caller = await node({ nodeID: "caller", namespace: ns, transporter });
-		await Promise.all([shelf.start(), caller.start()]);
-		await caller.waitForServices("shelf", 10_000);
+		const { shelf, caller } = await shelfAndCaller({}, { transporter: natsTransporter(away.url, null) });
 		await away.stop();
 		// What moleculer's debounced announcement does, uncaught: its round trip to NATS fails when the client tries to reconnect.
 		const announced = await shelf.registry.discoverer.sendLocalNodeInfo().then(
