@@ -100,7 +100,7 @@ export class SqliteAdapter {
 	connect(): Promise<void> {
 		const logger = this.service?.logger;
 		try {
-			this.database = openDatabase(this.options.dataDir, this.options.holding);
+			this.database = openDatabase(this.options.dataDir, this.options.holding, message => logger?.warn(message));
 			if (!this.database.readOnly) this.prepareTable();
 			this.sayRestored(this.database);
 		} catch (err) {

@@ -97,9 +97,10 @@ const LOG_PAGES = 10_000;
 
 /**
  * A thread that checkpoints `file`'s log every CHECKPOINT_EVERY_MS, as SQLite suggests, so the checkpoint's `fsync`s happen there,
- * not inside a write on the event loop (docs/performance.md, "Writes on SQLite").
+ * not inside a write on the event loop (docs/performance.md, "Writes on SQLite"). A thread that fails (it cannot open the file,
+ * with no file descriptor left, say) leaves the writer to sync every commit itself, and says so with `warn`.
  */
-function checkpointThread(file: string): Worker {
+function checkpointThread(file: string, writer: DatabaseSync, warn?: (message: string) => void): Worker {
 	const code = `
 		const { DatabaseSync } = require("node:sqlite");
 		const { workerData } = require("node:worker_threads");
@@ -108,6 +109,11 @@ function checkpointThread(file: string): Worker {
 		// Busy (another process's checkpoint, a write in progress): the next one takes it.
 		setInterval(() => { try { db.exec("PRAGMA wal_checkpoint(PASSIVE)"); } catch {} }, workerData.every);`;
 	const thread = new Worker(code, { eval: true, workerData: { file, every: CHECKPOINT_EVERY_MS } });
+	thread.on("error", (err: Error) => {
+		if (!writer.isOpen) return;
+		writer.exec("PRAGMA synchronous = FULL");
+		warn?.(`The checkpoint thread of ${file} stopped (${err.message}): every commit is synced to the disk from now on.`);
+	});
 	thread.unref();
 	return thread;
 }
@@ -304,7 +310,7 @@ const opened = new Map<string, Open>();
  * The database of `dataDir`, opened (and created) on first use in the process; `null` gives one in memory of its own.
  * Throws `UnusableDataDir` when the folder or file cannot be used, and `DataDirInUse` when another process holds it.
  */
-export function openDatabase(dataDir: string | null, holding: Holding): Database {
+export function openDatabase(dataDir: string | null, holding: Holding, warn?: (message: string) => void): Database {
 	if (dataDir === null) {
 		const db = connect(":memory:");
 		prepare(db, ":memory:");
@@ -327,7 +333,7 @@ export function openDatabase(dataDir: string | null, holding: Holding): Database
 		const restoredFrom = restartFeeds(writer);
 		writer.exec(`PRAGMA wal_autocheckpoint = ${LOG_PAGES}`);
 		const readers = readingConnections(file);
-		const checkpoints = checkpointThread(file);
+		const checkpoints = checkpointThread(file, writer, warn);
 		const database: Open = {
 			file,
 			writer,

@@ -325,6 +325,21 @@ describe("the log's checkpoints", () => {
 			database.release();
 		}
 	});
+
+	test("a checkpoint thread that fails leaves the process up, and every commit synced by the writer, said once", async () => {
+		const dataDir = freshDataDir();
+		const warnings: string[] = [];
+		const database = openDatabase(dataDir, "alone", message => warnings.push(message));
+		try {
+			// The thread opens the file once it has started, which is after this: its folder is gone by then.
+			rmSync(dataDir, { recursive: true });
+			await waitFor("the thread's failure said", () => Promise.resolve(warnings.length === 1), [], 5000);
+			expect(warnings[0]).toMatch(/^The checkpoint thread of .*catalogue\.sqlite stopped \(.+\): every commit is synced/);
+			expect(database.writer.prepare("PRAGMA synchronous").get()).toEqual({ synchronous: 2 });
+		} finally {
+			database.release();
+		}
+	});
 });
 
 describe("the connections of long reads", () => {
