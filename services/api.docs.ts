@@ -240,7 +240,7 @@ export const operations = withFailures({
 	"games.list": games({
 		summary: "List games, with their category and author",
 		answer: list("ListedGame", listed, "game that matches the filters"),
-		fields: { ...filterDescriptions(GAME), query: "Ignored: the answer is the same as GET /game's." },
+		fields: { ...filterDescriptions(GAME), id: "Ignored: the answer is the same as GET /game's." },
 		invalid: { title: "x".repeat(201) },
 	}),
 	"games.page": games({

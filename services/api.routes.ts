@@ -26,7 +26,7 @@ export const aliases = {
 	"PUT /game": "games.create",
 	"PUT /game/:id": "games.update",
 	"GET /game": "games.list",
-	"GET /game/:query": "games.list",
+	"GET /game/:id": "games.list",
 	"POST /game": "games.page",
 	"DELETE /game/:id": "games.remove",
 

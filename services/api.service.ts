@@ -12,7 +12,7 @@ import { rateLimitSettings } from "../lib/http/rate-limit";
 import { docsActions, docsRoute } from "../lib/http/docs-page";
 import { sentAnswer, wishOf, type ResponseMeta } from "../lib/http/sent-answers";
 import { toFailure } from "../lib/http/failures";
-import { unrouted, withHead, type GatewayAlias } from "../lib/http/methods";
+import { literalSegments, unrouted, withHead, type GatewayAlias } from "../lib/http/methods";
 import { UnlistedOrigins } from "../lib/http/origins";
 import { texts } from "../lib/catalogue/errors";
 import { portInUse } from "../lib/config/start-failures";
@@ -229,6 +229,15 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			// What this gateway itself waits for before it is ready (middlewares/readiness.middleware.ts): the provider's keys.
 			notReadyFor(): string[] {
 				return gate.keysFetched() ? [] : ["sign-in"];
+			},
+
+			// moleculer-web's, with a path segment that is not percent-encoded UTF-8 read as the text it is (lib/http/methods.ts).
+			parseQueryString(req: IncomingMessage): { url: string; query: unknown } {
+				const parsed = (ApiGateway.methods!.parseQueryString as (req: IncomingMessage) => { url: string; query: unknown }).call(
+					this,
+					req,
+				);
+				return { ...parsed, url: literalSegments(parsed.url) };
 			},
 
 			// moleculer-web's, without its own log line and stack for each failure: onError logs them.

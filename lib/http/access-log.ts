@@ -17,7 +17,7 @@ export interface AccessEntry {
 	requestId: string | undefined;
 	method: string | undefined;
 	url: string | undefined;
-	/** The alias the request matched, such as `/game/:query`: a bounded label, unlike the URL. */
+	/** The alias the request matched, such as `/game/:id`: a bounded label, unlike the URL. */
 	path: string;
 	status: number;
 	durationMs: number;

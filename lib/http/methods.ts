@@ -16,6 +16,24 @@ export function withHead(table: Readonly<Record<string, string>>): Record<string
 	return { ...table, ...Object.fromEntries(heads) };
 }
 
+/**
+ * `path` with each segment that is not percent-encoded UTF-8 (`100%`, `%ZZ`, `%ED%A0%80`) escaped, so that an alias reads it as the
+ * text it is: moleculer-web would answer a bare 400 "Bad request", where an id the catalogue cannot read is an unknown one and the
+ * segment of `GET /game/{id}` is ignored (docs/http.md).
+ */
+export function literalSegments(path: string): string {
+	if (!path.includes("%")) return path;
+	const literal = (segment: string) => {
+		try {
+			decodeURIComponent(segment);
+			return segment;
+		} catch {
+			return segment.replaceAll("%", "%25");
+		}
+	};
+	return path.split("/").map(literal).join("/");
+}
+
 /** An alias as moleculer-web keeps it, in its service's `aliases`. */
 export interface GatewayAlias {
 	method: string;

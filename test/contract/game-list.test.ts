@@ -97,8 +97,12 @@ describe("GET /game", () => {
 	});
 
 	test("GET /game/{segment} ignores the segment and takes the same filters", async () => {
-		expect((await api.get(`/game/${games[0].id}`)).body).toEqual((await api.get("/game")).body);
+		const all = (await api.get("/game")).body;
+		expect((await api.get(`/game/${games[0].id}`)).body).toEqual(all);
 		expect(titles((await api.get(`/game/anything?title=catan&idCategory=${strategy.id}`)).body)).toEqual(["CATAN: Seafarers"]);
+		// Not percent-encoded UTF-8: read as the text it is, and ignored the same.
+		for (const segment of ["100%", "%ZZ", "%ED%A0%80"])
+			expect(await api.get(`/game/${segment}`)).toMatchObject({ status: 200, body: all });
 	});
 
 	test("catastrophic patterns are answered quickly while other requests are served", async () => {

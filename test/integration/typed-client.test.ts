@@ -96,7 +96,7 @@ export async function everyOperation() {
 	const replaced: 1 = ok(await client.PUT("/game/{id}", { params: lostCitiesId, body: { ...body, title: "Lost Cities", age: 10 } }));
 	const games: ListedGame[] = ok(await client.GET("/game", { params: { query: { title: "tigris", idCategory: category.id } } }));
 	const sameGames: ListedGame[] = ok(await client.GET("/game"));
-	const anySegment: ListedGame[] = ok(await client.GET("/game/{query}", { params: { path: { query: "ignored" } } }));
+	const anySegment: ListedGame[] = ok(await client.GET("/game/{id}", { params: { path: { id: "ignored" } } }));
 	const gamePage: Page<ListedGame> = ok(await client.POST("/game", { body: { pageable: { pageNumber: 0, pageSize: 10 }, title: "lost" } }));
 	const sameGamePage: Page<ListedGame> = ok(await client.POST("/game", { body: { pageable: { pageNumber: 1, pageSize: 1 } } }));
 	const [first] = games;
@@ -151,7 +151,7 @@ const COMPILER_OPTIONS: ts.CompilerOptions = {
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-/** Every operation of the document, as `GET /game/{query}`. */
+/** Every operation of the document, as `GET /game/{id}`. */
 const operationsOf = (document: { paths: Record<string, object> }) =>
 	Object.entries(document.paths)
 		.flatMap(([route, item]) =>
@@ -170,7 +170,7 @@ function nodesOf(source: string): ts.Node[] {
 	return nodes;
 }
 
-/** Every operation the program calls: each `client.GET("/game/{query}", ...)`. */
+/** Every operation the program calls: each `client.GET("/game/{id}", ...)`. */
 function callsOf(source: string): string[] {
 	const calls = nodesOf(source).flatMap(node => {
 		if (

@@ -308,4 +308,7 @@ export const unknownIds: [string, string][] = [
 	["a word", "noExist"],
 	["200 characters", "x".repeat(200)],
 	["a well-formed id nobody has", "01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+	// In a path, read as the text it is: moleculer-web refuses to decode it.
+	["not percent-encoded (a lone %)", "100%"],
+	["percent-encoded bytes that are not UTF-8", "%ED%A0%80"],
 ];

@@ -772,7 +772,7 @@ export const requestsByAlias: Record<string, fc.Arbitrary<HostileRequest>> = {
 	"PUT /game": route("PUT /game", { body: gameBody }),
 	"PUT /game/:id": route("PUT /game/:id", { segment: segment("game"), body: gameBody }),
 	"GET /game": route("GET /game", { query: gameFilter }),
-	"GET /game/:query": route("GET /game/:query", { segment: segment(), query: gameFilter }),
+	"GET /game/:id": route("GET /game/:id", { segment: segment(), query: gameFilter }),
 	"POST /game": route("POST /game", { body: gamePageBody }),
 	"DELETE /game/:id": route("DELETE /game/:id", { segment: segment("game") }),
 

@@ -51,7 +51,7 @@ function documentedPath(pathname: string): string | undefined {
 
 /** What the document does not say of this answer; none when it describes it, or when no documented operation was asked. */
 export function undocumented(method: string, url: string, status: number, contentType: string | null, body: string | null): string[] {
-	const path = documentedPath(decodeURI(new URL(url).pathname));
+	const path = documentedPath(new URL(url).pathname);
 	const verb = method.toLowerCase();
 	const operation = path === undefined ? undefined : document.paths[path][verb];
 	if (!path || !operation) return [];

@@ -302,12 +302,12 @@ describe("accessEntry", () => {
 		({ statusCode: 200, headersSent: true, writableFinished: true, ...more }) as unknown as ServerResponse;
 
 	test("the request's id, method, URL, alias, status and time", () => {
-		const req = request({ originalUrl: "/game/catan?x=1", $alias: { fullPath: "/game/:query" } });
+		const req = request({ originalUrl: "/game/catan?x=1", $alias: { fullPath: "/game/:id" } });
 		expect(accessEntry(req, answer(), 3.14159)).toEqual({
 			requestId: "abc-123",
 			method: "GET",
 			url: "/game/catan?x=1",
-			path: "/game/:query",
+			path: "/game/:id",
 			status: 200,
 			durationMs: 3.142,
 		});

@@ -154,7 +154,7 @@ describe("the OpenAPI document", () => {
 			["idCategory", "query"],
 			["If-None-Match", "header"],
 		]);
-		expect(document["/game/{query}"].get.operationId).toBe("games.list.query");
+		expect(document["/game/{id}"].get.operationId).toBe("games.list.id");
 		// `mapping` (a boolean of the batched get) cannot travel in a query string.
 		expect(document["/category/{id}"].get.parameters!.map(parameter => parameter.name)).toEqual(["id", "If-None-Match"]);
 		expect(Object.keys(document["/docs"])).toEqual(["get"]);
@@ -223,7 +223,7 @@ describe("locks on the docs page: an operation has a `security` only where the r
 		.concat(["PUT /category", "PUT /category/{id}", "PUT /game", "PUT /game/{id}"])
 		.sort();
 	const reads = ["GET /author", "GET /author/{id}", "GET /category", "GET /category/{id}", "GET /changes", "GET /game"]
-		.concat(["GET /game/{query}", "POST /author", "POST /game"])
+		.concat(["GET /game/{id}", "POST /author", "POST /game"])
 		.sort();
 
 	test("with neither API_TOKEN nor AUTH_ISSUER, writes are open: no operation has a lock or a 401, and there is no scheme", () => {
