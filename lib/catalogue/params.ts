@@ -63,6 +63,31 @@ export const referenceTo = (unknown: ErrorText) =>
 		props: { id: { type: "string", trim: true, empty: false, pattern: ID_SHAPE, messages: { stringPattern: unknown } } },
 	}) as const;
 
+/** A pattern of the decimal numbers from 0 to `max`, written without leading zeros: shorter ones, then each prefix of `max`. */
+function upTo(max: number): string {
+	const digits = String(max);
+	const any = (count: number) => (count === 0 ? "" : `\\d{${count}}`);
+	const shorter = digits.length === 1 ? [] : ["\\d", ...(digits.length > 2 ? [`[1-9]\\d{1,${digits.length - 2}}`] : [])];
+	const below = [...digits].flatMap((digit, at) => {
+		const lowest = at === 0 && digits.length > 1 ? 1 : 0;
+		const top = Number(digit) - 1;
+		return top < lowest ? [] : [`${digits.slice(0, at)}[${lowest}-${top}]${any(digits.length - at - 1)}`];
+	});
+	return [...shorter, ...below, digits].join("|");
+}
+
+/**
+ * The pattern of the text `wholeNumber(min, max)` reads as a number in range (NUMERIC_TEXT, trimmed), for the OpenAPI document:
+ * leading zeros and a zero fraction are read, and `-0` is 0.
+ */
+function wholeNumberText(min: number, max?: number): string {
+	if (min < 0) throw new Error("wholeNumber's text is written for ranges from 0 up");
+	const number = (bound?: number) => `0*(?:${bound === undefined ? "\\d+" : upTo(bound)})(?:\\.0+)?`;
+	const notBelow = min > 0 ? `(?!${number(min - 1)}\\s*$)` : "";
+	const negativeZero = min === 0 ? "|-0+(?:\\.0+)?" : "";
+	return `^\\s*${notBelow}(?:${number(max)}${negativeZero})\\s*$`;
+}
+
 /**
  * A whole number given as a JSON number or a numeric string, converted to a number; anything else fails with fastest-validator's
  * messages. Without `max`, any whole number from `min` up. `wholeNumber` tells readers of the rule (lib/http/openapi.ts documents it
@@ -71,7 +96,7 @@ export const referenceTo = (unknown: ErrorText) =>
 export function wholeNumber(min: number, max?: number) {
 	return {
 		type: "any",
-		wholeNumber: { min, ...(max !== undefined && { max }), text: `^\\s*${NUMERIC_TEXT.source.slice(1, -1)}\\s*$` },
+		wholeNumber: { min, ...(max !== undefined && { max }), text: wholeNumberText(min, max) },
 		custom(value: unknown, errors: ValidationErrors): unknown {
 			// A missing value is already reported as required by the rule itself.
 			if (value === undefined || value === null) return value;

