@@ -165,6 +165,12 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				res: ServerResponse,
 				err: Error,
 			) {
+				// An answer already begun (a file of the docs page that failed while it was sent) cannot become a failure: it is cut off.
+				if (res.headersSent) {
+					this.logger.error(requestFields(req), "Request failed after its answer began:", err);
+					res.destroy();
+					return;
+				}
 				// A method the path does not answer is a 405 with Allow (lib/http/methods.ts); only an unknown path is a 404.
 				const { status, body, headers } = toFailure(unrouted(this.aliases, req, err));
 				// A failed read has no tag: the one onBeforeCall set named the answer it did not get.

@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { ServiceBroker } from "moleculer";
 import { texts } from "../../lib/catalogue/errors";
 import { config } from "../../lib/config/config";
@@ -108,6 +111,35 @@ test("a request answered 500 is logged as an error with its id, then as a reques
 	const [failure, request] = linesOf("failing-1");
 	expect(failure).toMatchObject({ level: "error", msg: expect.stringMatching(/^Request failed: .*disk on fire/s) });
 	expect(request).toMatchObject({ level: "info", status: 500, path: "/category/:id" });
+});
+
+test("a failure after the answer began is logged with the request's id and the answer cut off, not thrown", async () => {
+	const api = broker.getLocalService("api");
+	const { onError } = api.settings as { onError: (req: IncomingMessage, res: ServerResponse, err: Error) => void };
+	let thrown: unknown;
+	const server = createServer((req, res) => {
+		req.headers["x-request-id"] = "mid-file-1";
+		res.writeHead(200, { "Content-Type": "text/css" });
+		res.write("body { ");
+		try {
+			onError.call(api, req, res, new Error("EIO: the file failed while it was read"));
+		} catch (err) {
+			thrown = err;
+			res.destroy();
+		}
+	});
+	server.listen(0, "127.0.0.1");
+	await once(server, "listening");
+	try {
+		const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/docs/swagger-ui.css`;
+		await expect(fetch(url).then(answer => answer.text())).rejects.toThrow();
+		expect(thrown).toBeUndefined();
+		expect(linesOf("mid-file-1")).toEqual([
+			expect.objectContaining({ level: "error", msg: expect.stringMatching(/^Request failed after its answer began: .*EIO/s) }),
+		]);
+	} finally {
+		server.close();
+	}
 });
 
 test("refusals are one warning per kind a while, without a stack: 30 writes without the token, 30 reads of a service not running", async () => {
