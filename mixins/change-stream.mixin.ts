@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { Errors, type Context, type ServiceSchema, type ServiceSettingSchema } from "moleculer";
 import { feedOff, notAPosition, tooManyStreams } from "../lib/catalogue/errors";
 import { config } from "../lib/config/config";
@@ -9,6 +10,12 @@ import type { SignedIn } from "../lib/sign-in/sign-in";
 
 /** Streams one gateway holds at once, and one client address. */
 export const STREAM_LIMITS = { total: 1000, perClient: 8 };
+
+/**
+ * Changes one read of a stream's catch-up takes: about 100 KB at most (long names), which fits in what a stream may hold unsent
+ * (STREAM_BUFFER_BYTES) above the half it waits for (`full`): the page is sent whole, and none is held while its client reads.
+ */
+export const CATCH_UP_PAGE = 50;
 
 /** How often the hub reads each feed, for changes whose broadcast it missed (a node killed after a write, before its broadcast). */
 const POLL_MS = 1000;
@@ -36,6 +43,8 @@ interface Hub {
 	reading: Partial<Record<DataServiceName, Promise<void>>>;
 	/** Each service's read asked for during the one in progress: one for all who asked meanwhile. */
 	queued: Partial<Record<DataServiceName, Promise<void>>>;
+	/** The last turn given to a catch-up's read (`pageTurn`). */
+	turn: Promise<void>;
 	poll?: NodeJS.Timeout;
 }
 
@@ -48,6 +57,7 @@ type HubMethods = {
 	catchUpLater(stream: ChangeStream): void;
 	catchUp(stream: ChangeStream): Promise<void>;
 	catchUpRound(stream: ChangeStream): Promise<void>;
+	pageTurn(): Promise<void>;
 	endStreams(): void;
 };
 
@@ -157,7 +167,9 @@ export function changeStream(): Partial<ServiceSchema> {
 
 			async readFeed(service: DataServiceName): Promise<void> {
 				const { hub } = this;
-				for (;;) {
+				for (let read = 0; ; read++) {
+					// A turn of the event loop between pages: a feed read in the gateway's own process answers with no I/O.
+					if (read > 0) await nextTurn();
 					const after = hub.position[service];
 					const page = await this.broker.call<FeedPage, { after: number }>(`${service}.changes`, {
 						after: after ?? Number.MAX_SAFE_INTEGER,
@@ -216,25 +228,40 @@ export function changeStream(): Partial<ServiceSchema> {
 				while (!stream.closed && !stream.caughtUp());
 			},
 
-			/** One round of `catchUp`: each kind the stream follows read from the feed up to the hub's position. */
+			/**
+			 * One round of `catchUp`: each kind the stream follows read from the feed up to the hub's position, CATCH_UP_PAGE changes
+			 * at a time once its client has read enough for the page to fit (a stream that fell behind starts its round full).
+			 */
 			async catchUpRound(stream: ChangeStream): Promise<void> {
 				for (const service of stream.follows) {
 					for (let at = stream.at(service); !stream.closed; at = stream.at(service)) {
-						const page = await this.broker.call<FeedPage, { after: number }>(`${service}.changes`, { after: at });
+						if (stream.full) await stream.roomToWrite();
+						await this.pageTurn();
+						if (stream.closed) return;
+						const page = await this.broker.call<FeedPage, { after: number; limit: number }>(`${service}.changes`, {
+							after: at,
+							limit: CATCH_UP_PAGE,
+						});
 						if (page.first > at + 1 || page.last < at) {
 							// Pruned past it, or a position ahead of the feed (another store): the client starts again.
 							stream.reset(service, this.hub.position[service] ?? page.last);
 							break;
 						}
-						for (const change of page.changes) {
-							// Room first: a stream that fell behind starts its round full. A page may hold more than the stream's
-							// bound (long names): the client reads as it goes.
-							if (stream.full) await stream.roomToWrite();
-							stream.send(change);
-						}
-						if (page.changes.length < FEED_PAGE || stream.at(service) >= (this.hub.position[service] ?? 0)) break;
+						for (const change of page.changes) stream.send(change);
+						if (page.changes.length < CATCH_UP_PAGE || stream.at(service) >= (this.hub.position[service] ?? 0)) break;
 					}
 				}
+			},
+
+			/**
+			 * Resolves at the next turn of the event loop that no other catch-up's read has: one read a turn among all the streams
+			 * catching up, where each taking its own would run them all in one turn. The loop takes new connections and the other
+			 * requests between them: Node accepts a connection a turn once busy, so long turns would leave new clients waiting.
+			 */
+			pageTurn(): Promise<void> {
+				const turn = this.hub.turn.then(() => nextTurn());
+				this.hub.turn = turn;
+				return turn;
 			},
 		},
 		created() {
@@ -244,7 +271,16 @@ export function changeStream(): Partial<ServiceSchema> {
 				clearInterval(this.hub.poll);
 				for (const stream of this.hub.streams) stream.close();
 			};
-			this.hub = { position: {}, streams: new Set(), perClient: new Map(), joining: 0, reading: {}, queued: {}, stopping: false };
+			this.hub = {
+				position: {},
+				streams: new Set(),
+				perClient: new Map(),
+				joining: 0,
+				reading: {},
+				queued: {},
+				turn: Promise.resolve(),
+				stopping: false,
+			};
 		},
 		started() {
 			this.hub.poll = setInterval(() => {

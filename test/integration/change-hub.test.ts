@@ -2,7 +2,7 @@ import { pipeline, Writable } from "node:stream";
 import { ServiceBroker } from "moleculer";
 import { FEED_PAGE, type FeedPage, type Position } from "../../lib/feed/changes";
 import { ChangeStream, WAITING_CHANGES } from "../../lib/feed/sse";
-import { changeStream } from "../../mixins/change-stream.mixin";
+import { CATCH_UP_PAGE, changeStream } from "../../mixins/change-stream.mixin";
 import { gameChange } from "../support/sse";
 
 // The gateway's hub (mixins/change-stream.mixin.ts) under a burst: reads of a feed asked for while one is in progress share one read,
@@ -10,6 +10,8 @@ import { gameChange } from "../support/sse";
 
 let broker: ServiceBroker;
 const reads: number[] = [];
+/** The `limit` of each read. */
+const limits: number[] = [];
 /** The games feed the stub answers from: seqs 1 to `feedLast`, each game titled `feedTitle`. */
 let feedLast = 0;
 let feedTitle: string | undefined;
@@ -23,11 +25,12 @@ beforeAll(async () => {
 			name,
 			actions: {
 				async changes(ctx): Promise<FeedPage> {
-					const { after } = ctx.params as { after: number };
+					const { after, limit = FEED_PAGE } = ctx.params as { after: number; limit?: number };
 					if (name !== "games") return { changes: [], first: 1, last: 0 };
 					reads.push(after);
+					limits.push(limit);
 					if (feedDelayMs > 0) await new Promise(resolve => setTimeout(resolve, feedDelayMs));
-					const count = Math.min(FEED_PAGE, Math.max(0, feedLast - after));
+					const count = Math.min(limit, Math.max(0, feedLast - after));
 					const changes = Array.from({ length: count }, (_, index) => gameChange(after + index + 1, feedTitle));
 					return { changes, first: 1, last: feedLast };
 				},
@@ -68,6 +71,65 @@ test("a stream catching up past the hub's position (a change the hub has not rea
 	expect(text).not.toContain("event: reset");
 	expect([...text.matchAll(/"seq":(\d+)/g)].map(match => Number(match[1]))).toEqual([3, 4, 5]);
 	stream.close();
+});
+
+describe("many changes to hand over, from a feed answered with no I/O (the gateway's own process), to a client that reads at once", () => {
+	/** How many reads of the feed were made once the turn of the event loop begun now comes round. */
+	const readsWithinATurn = () => new Promise<number>(resolve => setImmediate(() => resolve(reads.length)));
+
+	beforeEach(() => {
+		feedDelayMs = 0;
+		reads.length = 0;
+		limits.length = 0;
+	});
+	afterEach(() => {
+		feedDelayMs = 20;
+	});
+
+	test(`a stream catching up reads ${CATCH_UP_PAGE} changes at a time, one read per turn of the event loop`, async () => {
+		const hub = broker.getLocalService("hub") as unknown as Hub;
+		feedLast = 1000;
+		hub.hub.position = { authors: 0, categories: 0, games: 1000 };
+		const stream = new ChangeStream({ authors: 0, categories: 0, games: 0 }, new Set(["games"] as const), () => undefined);
+		stream.body.resume();
+		const caughtUp = hub.catchUp(stream);
+		expect(await readsWithinATurn()).toBeLessThanOrEqual(1);
+		await caughtUp;
+		expect(reads).toHaveLength(1000 / CATCH_UP_PAGE);
+		expect(new Set(limits)).toEqual(new Set([CATCH_UP_PAGE]));
+		expect(stream.at("games")).toBe(1000);
+		stream.close();
+	});
+
+	test("20 streams catching up at once take turns: one read of the feed per turn of the event loop among them all", async () => {
+		const hub = broker.getLocalService("hub") as unknown as Hub;
+		feedLast = 200;
+		hub.hub.position = { authors: 0, categories: 0, games: 200 };
+		const streams = Array.from({ length: 20 }, () => {
+			const stream = new ChangeStream({ authors: 0, categories: 0, games: 0 }, new Set(["games"] as const), () => undefined);
+			stream.body.resume();
+			return stream;
+		});
+		const caughtUp = Promise.all(streams.map(stream => hub.catchUp(stream)));
+		expect(await readsWithinATurn()).toBeLessThanOrEqual(1);
+		expect(await readsWithinATurn()).toBeLessThanOrEqual(2);
+		await caughtUp;
+		expect(reads).toHaveLength(20 * (200 / CATCH_UP_PAGE));
+		for (const stream of streams) {
+			expect(stream.at("games")).toBe(200);
+			stream.close();
+		}
+	});
+
+	test(`the hub reading a feed far behind its position reads a page per turn of the event loop`, async () => {
+		const hub = broker.getLocalService("hub") as unknown as Hub;
+		feedLast = 3 * FEED_PAGE;
+		hub.hub.position = { authors: 0, categories: 0, games: 0 };
+		const pulled = hub.pull("games");
+		expect(await readsWithinATurn()).toBeLessThanOrEqual(1);
+		await pulled;
+		expect(hub.hub.position.games).toBe(feedLast);
+	});
 });
 
 describe("a client that reads slower than the changes come (docs/followers.md, Bounds)", () => {
