@@ -1,5 +1,6 @@
-import { createServer, type RequestListener, type Server } from "node:http";
+import { createServer, type RequestListener, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { ConnectionBounds } from "../config/config";
 import { texts } from "../catalogue/errors";
 import { rateLimitClient } from "./rate-limit";
@@ -28,9 +29,22 @@ export function boundedServer(bounds: ConnectionBounds, requestTimeoutMs: number
 	return server;
 }
 
+/** The answer under way on each connection of the gateway's server, from its request until it is sent. */
+const answering = new WeakMap<Duplex, ServerResponse>();
+
+/**
+ * Whether an answer has begun on `socket` (an event stream, say, whose request's body never came): a failure of the connection
+ * cannot be answered on it then, where another status line would land inside that answer.
+ */
+export function answerBegun(socket: Duplex): boolean {
+	return answering.get(socket)?.headersSent === true;
+}
+
 /** HTTP/1.1 requires a Host header (RFC 9112, section 3.2): a request without one is a 400 with a `msg`, logged as any other. */
 function hostRequired(handler: RequestListener): RequestListener {
 	return (req, res) => {
+		answering.set(req.socket, res);
+		res.once("finish", () => answering.delete(req.socket));
 		if (req.headers.host !== undefined || req.httpVersion !== "1.1") return handler(req, res);
 		const body = JSON.stringify({ msg: texts.hostRequired });
 		res.writeHead(400, {

@@ -7,6 +7,7 @@ import ApiGateway from "moleculer-web";
 import { isUtf8 } from "node:buffer";
 import { NOT_UTF8, texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
+import { answerBegun } from "./connections";
 import { isRead, isRouted } from "./methods";
 
 /**
@@ -181,10 +182,11 @@ export function serveOnly(names: string[], serve: Middleware): Middleware {
 
 /**
  * The raw answer to a request Node could not parse as HTTP (the `clientError` event): JSON with a
- * `msg` like every other failure, instead of Node's bare status line.
+ * `msg` like every other failure, instead of Node's bare status line. A connection whose answer has
+ * begun is closed without one.
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-	if (err.code === "ECONNRESET" || !socket.writable) {
+	if (err.code === "ECONNRESET" || !socket.writable || answerBegun(socket)) {
 		socket.destroy();
 		return;
 	}

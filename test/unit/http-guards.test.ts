@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
+import { boundedServer } from "../../lib/http/connections";
 import { carriesToken, answerClientError } from "../../lib/http/http-guards";
 import { dropPrototypeKeys, isNestedDeeperThan } from "../../lib/http/json";
 
@@ -67,9 +68,9 @@ describe("answerClientError", () => {
 	afterAll(() => new Promise(resolve => server.close(resolve)));
 
 	/** What the server answers to `bytes`, then waiting for it to close the connection. */
-	function answerTo(bytes: string): Promise<string> {
+	function answerTo(bytes: string, to = port): Promise<string> {
 		return new Promise((resolve, reject) => {
-			const socket = connect(port, "127.0.0.1", () => socket.write(bytes));
+			const socket = connect(to, "127.0.0.1", () => socket.write(bytes));
 			let answer = "";
 			socket.setEncoding("utf8");
 			socket.on("data", (chunk: string) => (answer += chunk));
@@ -97,5 +98,39 @@ describe("answerClientError", () => {
 		expect(answer.startsWith(`HTTP/1.1 ${status}\r\n`)).toBe(true);
 		expect(answer).toMatch(/\r\nContent-Type: application\/json; charset=utf-8\r\n/);
 		expect(JSON.parse(answer.split("\r\n\r\n")[1])).toEqual({ msg });
+	});
+
+	describe("on the gateway's server, where an answer may have begun", () => {
+		let bounded: Server;
+		let boundedPort: number;
+
+		beforeAll(async () => {
+			const bounds = { total: 10, perClient: 10, headersTimeoutMs: 300, keepAliveTimeoutMs: 5000 };
+			// An event stream answers at once, whatever its request's body; other paths once the request has arrived.
+			bounded = boundedServer(bounds, 300, (req, res) => {
+				if (req.url !== "/changes") return void req.resume().on("end", () => res.end("ok"));
+				res.writeHead(200, { "Content-Type": "text/event-stream" });
+				res.write("retry: 2000\n\n");
+			});
+			bounded.on("clientError", answerClientError);
+			await new Promise<void>(resolve => bounded.listen(0, "127.0.0.1", resolve));
+			boundedPort = (bounded.address() as AddressInfo).port;
+		});
+		afterAll(() => new Promise(resolve => bounded.close(resolve)));
+
+		const answerOn = (bytes: string) => answerTo(bytes, boundedPort);
+
+		test("a request whose body never comes, answered by an event stream: the connection is closed, no 408 inside the stream", async () => {
+			const answer = await answerOn("GET /changes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc");
+			expect(answer.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+			expect(answer).toContain("retry: 2000");
+			expect(answer).not.toContain("408");
+		});
+
+		test("a kept-alive connection's next request that is late gets its 408 after the answer before it", async () => {
+			const answer = await answerOn("GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n");
+			expect(answer.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+			expect(answer).toContain("\r\n\r\nokHTTP/1.1 408 Request Timeout\r\n");
+		});
 	});
 });
