@@ -61,6 +61,12 @@ type HubMethods = {
 	endStreams(): void;
 };
 
+/** Whether a log line is moleculer-web's of a change stream closed before its end. */
+function closedEarly([message, detail]: unknown[]): boolean {
+	const { err, actionName } = (detail ?? {}) as { err?: { code?: string }; actionName?: string };
+	return message === "Stream got an error." && actionName === "api.changes" && err?.code === "ERR_STREAM_PREMATURE_CLOSE";
+}
+
 /**
  * GET /changes on the gateway (docs/followers.md): one hub per gateway reads the services' feeds while a client follows them, woken
  * by their broadcasts and every POLL_MS, and hands each change to its clients' streams. Every gateway reads the same feeds.
@@ -265,6 +271,11 @@ export function changeStream(): Partial<ServiceSchema> {
 			},
 		},
 		created() {
+			// moleculer-web warns "Stream got an error." of every answer closed before its end, which is how a stream of changes ends:
+			// its client leaves (a tab closed), or the gateway cuts off one that reads nothing. Those are logged at debug.
+			const { logger } = this;
+			const warn = logger.warn.bind(logger);
+			logger.warn = (...args: unknown[]) => (closedEarly(args) ? logger.debug(...args) : warn(...args));
 			// Called by the drain (middlewares/drain.middleware.ts) before the gateway stops taking requests.
 			this.endStreams = () => {
 				this.hub.stopping = true;

@@ -55,6 +55,24 @@ describe("GET /changes", () => {
 		expect(change.id).toMatch(new RegExp(`categories:${change.data.seq}`));
 	});
 
+	test("a client that leaves ends its stream without a warning: moleculer-web's 'Stream got an error.' is logged at debug", async () => {
+		// The gateway logs a line at one level or the other: at debug, it is not at warn.
+		const { logger } = localService<{ logger: Record<"debug", (...args: unknown[]) => void> }>(catalogue, "api");
+		const debug = jest.spyOn(logger, "debug");
+		try {
+			await noStreamsLeft();
+			const stream = await follow();
+			await stream.next();
+			stream.close();
+			await noStreamsLeft();
+			const closedEarly = expect.objectContaining({ actionName: "api.changes" });
+			for (let tries = 0; debug.mock.calls.length === 0 && tries < 50; tries++) await new Promise(resolve => setTimeout(resolve, 20));
+			expect(debug).toHaveBeenCalledWith("Stream got an error.", closedEarly);
+		} finally {
+			debug.mockRestore();
+		}
+	});
+
 	test("conditional headers make no 304 of the stream: If-None-Match: * gets the stream", async () => {
 		// Exactly this header: fetch would add Cache-Control: no-cache, which no 304 survives.
 		const { status, headers, first } = await rawStart(`${api.url}/changes`, { "If-None-Match": "*" });
