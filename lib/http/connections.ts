@@ -24,6 +24,9 @@ export function boundedServer(bounds: ConnectionBounds, requestTimeoutMs: number
 		},
 		hostRequired(handler),
 	);
+	// An `Expect` other than 100-continue is served as if it were not there, which RFC 9110 allows, rather than Node's bare 417:
+	// as a request, so that every listener of one (the headers, the log) hears of it.
+	server.on("checkExpectation", (req, res) => server.emit("request", req, res));
 	server.keepAliveTimeout = bounds.keepAliveTimeoutMs;
 	server.maxConnections = bounds.total;
 	return server;

@@ -71,6 +71,14 @@ describe("limits and headers (default settings)", () => {
 		}
 	});
 
+	test("an Expect other than 100-continue is served as without it, headers and all, where Node would answer a bare 417", async () => {
+		const answer = await httpRequest(`${api().url}/author`, "GET", { Expect: "the-unknown" });
+		expect(answer.status).toBe(200);
+		expect(answer.headers["x-request-id"]).toEqual(expect.any(String));
+		expect(answer.headers["x-content-type-options"]).toBe("nosniff");
+		expect(JSON.parse(answer.body.toString())).toEqual(expect.any(Array));
+	});
+
 	test("a URL over 4096 characters answers 414 with a msg; one of 4096 is served", async () => {
 		const path = (length: number) => `/author/${"x".repeat(length - "/author/".length)}`;
 		expectFailure(await api().get(path(4097)), 414, "The request URL is too long");
