@@ -12,8 +12,9 @@ import type { SignedIn } from "../lib/sign-in/sign-in";
 export const STREAM_LIMITS = { total: 1000, perClient: 8 };
 
 /**
- * Changes one read of a stream's catch-up takes: about 100 KB at most (long names), which fits in what a stream may hold unsent
- * (STREAM_BUFFER_BYTES) above the half it waits for (`full`): the page is sent whole, and none is held while its client reads.
+ * Changes one read of a stream's catch-up takes: about 100 KB at most (long names; a signed-in reader's `subject` comes on top),
+ * which fits in what a stream may hold unsent (STREAM_BUFFER_BYTES) above the half it waits for (`full`): the page is sent whole,
+ * and none is held while its client reads.
  */
 export const CATCH_UP_PAGE = 50;
 

@@ -47,7 +47,8 @@ export function answerBegun(socket: Duplex): boolean {
 function hostRequired(handler: RequestListener): RequestListener {
 	return (req, res) => {
 		answering.set(req.socket, res);
-		res.once("finish", () => answering.delete(req.socket));
+		// A pipelined request's answer may be noted before the one ahead of it is sent.
+		res.once("finish", () => answering.get(req.socket) === res && answering.delete(req.socket));
 		if (req.headers.host !== undefined || req.httpVersion !== "1.1") return handler(req, res);
 		const body = JSON.stringify({ msg: texts.hostRequired });
 		res.writeHead(400, {

@@ -127,6 +127,15 @@ describe("answerClientError", () => {
 			expect(answer).not.toContain("408");
 		});
 
+		test("an event stream pipelined behind another request, its body never coming: no 408 inside the stream either", async () => {
+			const answer = await answerOn(
+				"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /changes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+			);
+			expect(answer.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+			expect(answer).toContain("retry: 2000");
+			expect(answer).not.toContain("408");
+		});
+
 		test("a kept-alive connection's next request that is late gets its 408 after the answer before it", async () => {
 			const answer = await answerOn("GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n");
 			expect(answer.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
