@@ -22,7 +22,7 @@ export function boundedServer(bounds: ConnectionBounds, requestTimeoutMs: number
 			// Node's own check answers a bare 400, with no body and before any listener logs it.
 			requireHostHeader: false,
 		},
-		hostRequired(handler),
+		noteAnswers(hostRequired(handler)),
 	);
 	// An `Expect` other than 100-continue is served as if it were not there, which RFC 9110 allows, rather than Node's bare 417:
 	// as a request, so that every listener of one (the headers, the log) hears of it.
@@ -43,12 +43,19 @@ export function answerBegun(socket: Duplex): boolean {
 	return answering.get(socket)?.headersSent === true;
 }
 
-/** HTTP/1.1 requires a Host header (RFC 9112, section 3.2): a request without one is a 400 with a `msg`, logged as any other. */
-function hostRequired(handler: RequestListener): RequestListener {
+/** `handler`, with each answer noted in `answering` until it is sent. */
+function noteAnswers(handler: RequestListener): RequestListener {
 	return (req, res) => {
 		answering.set(req.socket, res);
 		// A pipelined request's answer may be noted before the one ahead of it is sent.
 		res.once("finish", () => answering.get(req.socket) === res && answering.delete(req.socket));
+		handler(req, res);
+	};
+}
+
+/** HTTP/1.1 requires a Host header (RFC 9112, section 3.2): a request without one is a 400 with a `msg`, logged as any other. */
+function hostRequired(handler: RequestListener): RequestListener {
+	return (req, res) => {
 		if (req.headers.host !== undefined || req.httpVersion !== "1.1") return handler(req, res);
 		const body = JSON.stringify({ msg: texts.hostRequired });
 		res.writeHead(400, {

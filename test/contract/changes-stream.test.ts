@@ -9,6 +9,7 @@ import { apiService } from "../../services/api.service";
 import { fuzzRuns, fuzzSeed } from "../support/fuzz";
 import { clusterMember, gatewayApi, localService, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 import { rawStart } from "../support/raw-http";
+import { waitFor } from "../support/process";
 import { openStream, type SseStream } from "../support/sse";
 
 // GET /changes (docs/followers.md): the change feed as Server-Sent Events through the gateway, in both layouts.
@@ -66,7 +67,7 @@ describe("GET /changes", () => {
 			stream.close();
 			await noStreamsLeft();
 			const closedEarly = expect.objectContaining({ actionName: "api.changes" });
-			for (let tries = 0; debug.mock.calls.length === 0 && tries < 50; tries++) await new Promise(resolve => setTimeout(resolve, 20));
+			await waitFor("the stream's end logged", () => Promise.resolve(debug.mock.calls.length > 0), [], 1000);
 			expect(debug).toHaveBeenCalledWith("Stream got an error.", closedEarly);
 		} finally {
 			debug.mockRestore();
