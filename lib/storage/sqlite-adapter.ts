@@ -3,7 +3,7 @@ import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
 import type { SQLInputValue } from "node:sqlite";
 import { feedName, publishedKey } from "../feed/changes";
-import { column, extracted, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
+import { column, extracted, limitOf, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
 import { inTransaction, openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
 import { migrateNeDbFile } from "./nedb-migration";
 
@@ -212,8 +212,8 @@ export class SqliteAdapter {
 		const values = [...condition.values];
 		let page = "";
 		if ((limit ?? 0) > 0 || (offset ?? 0) > 0) {
-			page = " LIMIT ? OFFSET ?";
-			values.push(limit && limit > 0 ? limit : -1, offset && offset > 0 ? offset : 0);
+			page = `${limitOf(limit && limit > 0 ? limit : -1)} OFFSET ?`;
+			values.push(offset && offset > 0 ? offset : 0);
 		}
 		// Without a condition, a count is SQLite's count of the smallest index.
 		const filter = condition.sql === "1" ? "" : ` WHERE ${condition.sql}`;
@@ -379,7 +379,7 @@ export class SqliteAdapter {
 	}
 
 	private feedPage(prepared: Database["prepared"], after: number, limit: number) {
-		const rows = prepared(`SELECT seq, change FROM ${this.feed} WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, limit) as {
+		const rows = prepared(`SELECT seq, change FROM ${this.feed} WHERE seq > ? ORDER BY seq${limitOf(limit)}`).all(after) as {
 			seq: number;
 			change: string;
 		}[];
@@ -427,7 +427,7 @@ export class SqliteAdapter {
 		const { published, last } = prepared(
 			`SELECT ${this.publishedSql} AS published, coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0) AS last`,
 		).get(this.feed) as { published: number; last: number };
-		const rows = prepared(`SELECT seq, at, change FROM ${this.feed} WHERE seq > ? ORDER BY seq LIMIT ?`).all(published, limit) as {
+		const rows = prepared(`SELECT seq, at, change FROM ${this.feed} WHERE seq > ? ORDER BY seq${limitOf(limit)}`).all(published) as {
 			seq: number;
 			at: number;
 			change: string;

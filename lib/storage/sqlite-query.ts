@@ -21,6 +21,15 @@ const FIELD = /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/;
 export type Columns = ReadonlySet<string>;
 const NONE: Columns = new Set();
 
+/**
+ * ` LIMIT n`, the number written into the statement's text. SQLite plans a statement with the value bound to its LIMIT, so each new
+ * binding compiled the statement again: every page, every read by id and every look at the feed parsed its SQL anew.
+ */
+export function limitOf(rows: number): string {
+	if (!Number.isSafeInteger(rows)) throw new Error(`not a number of rows: ${String(rows)}`);
+	return ` LIMIT ${rows}`;
+}
+
 /** The SQL of a field's value: `_id` and the `stored` fields are columns, any other field is read out of `doc`. */
 export function column(field: string, stored: Columns = NONE): string {
 	if (field === "_id") return "_id";

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { openDatabase, type Database } from "../../lib/storage/sqlite-database";
 import { withTables } from "../support/sqlite";
-import { column, extracted, orderBy, updatedColumns, updatedDoc, where } from "../../lib/storage/sqlite-query";
+import { column, extracted, limitOf, orderBy, updatedColumns, updatedDoc, where } from "../../lib/storage/sqlite-query";
 
 // The SQL of the services' MongoDB-style queries, run on a real table of a database in memory
 // (which has the `catalogue_matches` function `$regex` needs).
@@ -163,6 +163,16 @@ describe("orderBy", () => {
 	test("a key that is not a field throws", () => {
 		expect(() => orderBy(["a'b"])).toThrow("not a field the catalogue stores");
 		expect(() => orderBy(["-x); DROP TABLE games; --"])).toThrow("not a field the catalogue stores");
+	});
+});
+
+describe("limitOf", () => {
+	test("writes a whole number of rows into the SQL, and throws on anything else rather than write it", () => {
+		expect(limitOf(20)).toBe(" LIMIT 20");
+		expect(limitOf(-1)).toBe(" LIMIT -1");
+		expect(db.prepare(`SELECT _id FROM games ORDER BY _id${limitOf(2)}`).all()).toEqual([{ _id: "g1" }, { _id: "g2" }]);
+		for (const rows of [1.5, Number.NaN, Infinity, 2 ** 53, "1; DROP TABLE games", "3"])
+			expect(() => limitOf(rows as number)).toThrow(/not a number of rows/);
 	});
 });
 

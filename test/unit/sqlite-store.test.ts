@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { ServiceBroker, type Service } from "moleculer";
-import { DatabaseSync } from "node:sqlite";
+import { constants, DatabaseSync } from "node:sqlite";
 import { isDuplicateId } from "../../lib/storage/adapter";
 import { SqliteAdapter, type SqliteAdapterOptions } from "../../lib/storage/sqlite-adapter";
 import { DATABASE_FILE } from "../../lib/storage/location";
@@ -369,6 +369,38 @@ describe("SqliteAdapter", () => {
 			expect(unindexed).toBe(1);
 			expect(indexed).toBeGreaterThan(2);
 		} finally {
+			database.release();
+		}
+	});
+
+	test("a read by id, a page and a look at the feed compile their statements once, whatever their limit and values", async () => {
+		const dataDir = freshDataDir();
+		const adapter = await store(dataDir);
+		await adapter.insertMany(manyGames(30));
+		await adapter.recordedWrite({ insert: [{ _id: "x", title: "x" }] }, id => ({ id, record: { id } }));
+		const reads = (n: number) =>
+			Promise.all([
+				adapter.find({ query: { _id: game(n)._id }, limit: 1 }),
+				adapter.find({ sort: ["title"], limit: 5, offset: n }),
+				adapter.changesAfter(n, 10),
+				adapter.unpublished(10),
+			]);
+		const database = openDatabase(dataDir, "alone");
+		// SQLite asks the authorizer while it compiles a statement: at its first run, and again at each run it compiles anew.
+		let compiled = 0;
+		database.writer.setAuthorizer(action => {
+			if (action === constants.SQLITE_SELECT) compiled++;
+			return constants.SQLITE_OK;
+		});
+		try {
+			await reads(0);
+			expect(compiled).toBeGreaterThan(0);
+			compiled = 0;
+			for (let n = 1; n < 10; n++) await reads(n);
+			// A bound LIMIT is compiled again at each new binding, since SQLite plans with its value.
+			expect(compiled).toBe(0);
+		} finally {
+			database.writer.setAuthorizer(null);
 			database.release();
 		}
 	});
