@@ -62,6 +62,9 @@ type HubMethods = {
 	endStreams(): void;
 };
 
+/** The loggers whose warnings of streams closed early are logged at debug already. */
+const quieted = new WeakSet<object>();
+
 /** Whether a log line is moleculer-web's of a change stream closed before its end. */
 function closedEarly([message, detail]: unknown[]): boolean {
 	const { err, actionName } = (detail ?? {}) as { err?: { code?: string }; actionName?: string };
@@ -274,9 +277,13 @@ export function changeStream(): Partial<ServiceSchema> {
 		created() {
 			// moleculer-web warns "Stream got an error." of every answer closed before its end, which is how a stream of changes ends:
 			// its client leaves (a tab closed), or the gateway cuts off one that reads nothing. Those are logged at debug.
+			// moleculer keeps one logger per service: a gateway created again in the process (a reload) finds it quieted already.
 			const { logger } = this;
-			const warn = logger.warn.bind(logger);
-			logger.warn = (...args: unknown[]) => (closedEarly(args) ? logger.debug(...args) : warn(...args));
+			if (!quieted.has(logger)) {
+				quieted.add(logger);
+				const warn = logger.warn.bind(logger);
+				logger.warn = (...args: unknown[]) => (closedEarly(args) ? logger.debug(...args) : warn(...args));
+			}
 			// Called by the drain (middlewares/drain.middleware.ts) before the gateway stops taking requests.
 			this.endStreams = () => {
 				this.hub.stopping = true;

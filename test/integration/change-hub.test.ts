@@ -210,3 +210,14 @@ describe("a client that reads slower than the changes come (docs/followers.md, B
 		stream.close();
 	}, 30_000);
 });
+
+test("a hub created again in the process quiets its logger's warnings once, not once more per creation", async () => {
+	const first = broker.getLocalService("hub");
+	const quietedWarn = first.logger.warn;
+	await broker.destroyService(first);
+	const again = broker.createService({ name: "hub", mixins: [changeStream()] });
+	await broker.waitForServices("hub");
+	// moleculer hands the service its logger of before, whose warn was wrapped then.
+	expect(again.logger).toBe(first.logger);
+	expect(again.logger.warn).toBe(quietedWarn);
+});
