@@ -51,14 +51,17 @@ const SQLITE_FULL = 13;
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
 /** A row as moleculer-db takes a record; no copy of it is made (a list of every game makes one per game). */
-const toDoc = ({ _id, doc }: Row): Doc => Object.assign(JSON.parse(doc) as Doc, { _id });
+const toDoc = (_id: string, doc: string): Doc => Object.assign(JSON.parse(doc) as Doc, { _id });
 
 /**
  * The record a write of one record (`... RETURNING _id, doc`) changed, or nothing. Its rows are read with `all`, never `get`:
  * node:sqlite's `get` stops at the first row and drops what ending the statement reports, so the commit of a write in a transaction
  * of its own that the disk refuses (SQLITE_FULL) would be answered as stored.
  */
-const changedRow = (rows: unknown[]): Doc | undefined => (rows[0] ? toDoc(rows[0] as Row) : undefined);
+function changedRow(rows: unknown[]): Doc | undefined {
+	const [row] = rows as Row[];
+	return row && toDoc(row._id, row.doc);
+}
 
 /**
  * moleculer-db's adapter on the embedded SQLite database (lib/storage/sqlite-database.ts), queries made by lib/storage/sqlite-query.ts.
@@ -224,7 +227,7 @@ export class SqliteAdapter {
 	async find(params: FindParams): Promise<Doc[]> {
 		if ((params.limit ?? 0) > 0) {
 			const { sql, values } = this.select(params);
-			return (this.db.prepared(sql).all(...(values as SQLInputValue[])) as Row[]).map(toDoc);
+			return (this.db.prepared(sql).all(...(values as SQLInputValue[])) as Row[]).map(({ _id, doc }) => toDoc(_id, doc));
 		}
 		const docs: Doc[] = [];
 		for await (const slice of this.inSteps(params, READ_STEP)) docs.push(...slice);
@@ -246,8 +249,11 @@ export class SqliteAdapter {
 		const connection = readers.take();
 		let slice: Doc[] = [];
 		try {
-			for (const row of connection.prepare(sql).iterate(...(values as SQLInputValue[])) as Iterable<Row>) {
-				slice.push(toDoc(row));
+			const statement = connection.prepare(sql);
+			// Each row as an array, not an object: made once per record, objects took a long read half as long again.
+			statement.setReturnArrays(true);
+			for (const [_id, doc] of statement.iterate(...(values as SQLInputValue[])) as Iterable<[string, string]>) {
+				slice.push(toDoc(_id, doc));
 				if (slice.length < size) continue;
 				yield slice;
 				slice = [];
