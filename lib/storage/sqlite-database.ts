@@ -118,22 +118,25 @@ function checkpointThread(file: string, writer: DatabaseSync, warn?: (message: s
 	return thread;
 }
 
-/** Statements kept per connection at most; the catalogue's queries are a few dozen texts. */
+/** Statements kept per connection at most: the catalogue's texts in use, and room for the page sizes and limits clients vary. */
 const STATEMENTS_KEPT = 500;
 
 /**
- * `db`'s statements by their text, each compiled once. Only for statements run whole at once (`run`,
- * `get`, `all`): one being iterated must not be reset by another caller.
+ * `db`'s statements by their text, each compiled once, the least recently used let go past STATEMENTS_KEPT: a client varying its
+ * page size cannot push out the statements every write uses. Only for statements run whole at once (`run`, `get`, `all`): one
+ * being iterated must not be reset by another caller.
  */
 function statements(db: DatabaseSync): (sql: string) => StatementSync {
 	const kept = new Map<string, StatementSync>();
 	return sql => {
 		let statement = kept.get(sql);
-		if (!statement) {
-			if (kept.size >= STATEMENTS_KEPT) kept.clear();
+		// Taken out and put back: the Map's first text is then the least recently used.
+		if (statement) kept.delete(sql);
+		else {
+			if (kept.size >= STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
 			statement = db.prepare(sql);
-			kept.set(sql, statement);
 		}
+		kept.set(sql, statement);
 		return statement;
 	};
 }

@@ -22,8 +22,8 @@ export type Columns = ReadonlySet<string>;
 const NONE: Columns = new Set();
 
 /**
- * ` LIMIT n`, the number written into the statement's text. SQLite plans a statement with the value bound to its LIMIT, so each new
- * binding compiled the statement again: every page, every read by id and every look at the feed parsed its SQL anew.
+ * ` LIMIT n`, the number written into the statement's text, not bound: SQLite plans a statement with the value bound to its LIMIT,
+ * and compiles it again at each new binding. Only a whole number is written.
  */
 export function limitOf(rows: number): string {
 	if (!Number.isSafeInteger(rows)) throw new Error(`not a number of rows: ${String(rows)}`);

@@ -379,3 +379,23 @@ describe("the connections of long reads", () => {
 		}
 	});
 });
+
+describe("the statements kept", () => {
+	test("a statement in use stays compiled while a thousand others come and go, as pages of every size would bring", () => {
+		const database = withTables(openDatabase(freshDataDir(), "alone"));
+		try {
+			const byId = "SELECT _id, doc FROM games WHERE _id = ?";
+			const page = (size: number) => `SELECT _id, doc FROM games ORDER BY _id LIMIT ${size}`;
+			const first = database.prepared(byId);
+			const firstPage = database.prepared(page(1));
+			for (let size = 2; size <= 1000; size++) {
+				database.prepared(page(size)).all();
+				expect(database.prepared(byId)).toBe(first);
+			}
+			// The texts kept stay bounded: the least recently used went, and is compiled anew.
+			expect(database.prepared(page(1))).not.toBe(firstPage);
+		} finally {
+			database.release();
+		}
+	});
+});
