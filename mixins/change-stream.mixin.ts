@@ -62,8 +62,11 @@ type HubMethods = {
 	endStreams(): void;
 };
 
-/** The loggers whose warnings of streams closed early are logged at debug already. */
-const quieted = new WeakSet<object>();
+/**
+ * The mark of a logger whose warnings of streams closed early are logged at debug already: on the logger itself, which moleculer
+ * keeps per service, so that a reload of this module finds it too.
+ */
+const QUIETED = Symbol.for("catalogue.closedEarlyQuieted");
 
 /** Whether a log line is moleculer-web's of a change stream closed before its end. */
 function closedEarly([message, detail]: unknown[]): boolean {
@@ -278,9 +281,9 @@ export function changeStream(): Partial<ServiceSchema> {
 			// moleculer-web warns "Stream got an error." of every answer closed before its end, which is how a stream of changes ends:
 			// its client leaves (a tab closed), or the gateway cuts off one that reads nothing. Those are logged at debug.
 			// moleculer keeps one logger per service: a gateway created again in the process (a reload) finds it quieted already.
-			const { logger } = this;
-			if (!quieted.has(logger)) {
-				quieted.add(logger);
+			const logger = this.logger as typeof this.logger & { [QUIETED]?: true };
+			if (!logger[QUIETED]) {
+				logger[QUIETED] = true;
 				const warn = logger.warn.bind(logger);
 				logger.warn = (...args: unknown[]) => (closedEarly(args) ? logger.debug(...args) : warn(...args));
 			}
