@@ -3,7 +3,17 @@
  * change under `catalogue.changes.<kind>.<type>` with its id as JetStream's de-duplication key, so that a change published again
  * (after a crash between the publish and its note, or by two replicas) is stored once.
  */
-import { nanos, type JetStreamManager, type NatsConnection, type NatsError, type PubAck, type StreamConfig, type StreamInfo } from "nats";
+import {
+	createInbox,
+	headers,
+	nanos,
+	type JetStreamManager,
+	type Msg,
+	type NatsConnection,
+	type NatsError,
+	type StreamConfig,
+	type StreamInfo,
+} from "nats";
 import { FEED_RETENTION, type Change } from "./changes";
 
 export const CHANGES_STREAM = "CATALOGUE_CHANGES";
@@ -75,32 +85,91 @@ export async function ensureStream(jsm: JetStreamManager, replicas: number, keep
 	else if (!keep) await jsm.streams.update(CHANGES_STREAM, { ...existing.config, ...streamConfig(replicas) });
 }
 
+/** JetStream's answer to a publish: where it stored the message, or why it did not. */
+type Acknowledgement = { seq: number; duplicate?: boolean } | { error: { description: string } };
+
 /**
- * Publishes `changes`, sent at once on the one connection (so JetStream stores them in order) and their acknowledgements awaited
- * together: the seq of the last one published with every one before it, how many the stream stored (the others it had already, by
- * their id), and the first failure. The changes after a failure are published again at the next try; those stored are dropped then.
- * A record's change is sent once its record's change before it is stored, and not after that one failed: a change stored while the
- * one before it failed would come before it once that one is published again.
+ * Whether JetStream stored a published change (true), had it already by its id (false), or why it did not: a status instead of an
+ * answer is nats-server's own (503, no stream takes the subject).
+ */
+function acknowledged(msg: Msg): boolean | Error {
+	if (msg.headers?.hasError) return new Error(String(msg.headers.code));
+	const answer = JSON.parse(new TextDecoder().decode(msg.data)) as Acknowledgement;
+	return "error" in answer ? new Error(answer.error.description) : !answer.duplicate;
+}
+
+/**
+ * Publishes `changes` at once on the one connection (JetStream stores them in the order sent), each with its id as the
+ * de-duplication key and its acknowledgement sent to one inbox of theirs; what each answer said, an error for those not answered
+ * within PUBLISH_TIMEOUT_MS. One subscription for them all, where nats.js's `js.publish` makes each a request with its own timer
+ * and promise: 16 to 24 µs of CPU per change against 31 to 33 (docs/performance.md, "The change feed").
+ */
+function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolean | Error)[]> {
+	const answers: (boolean | Error | undefined)[] = changes.map(() => undefined);
+	// Under the node's own inbox prefix, which the broker's access rules let it read (lib/config/broker-access.ts).
+	const inbox = createInbox((nats as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+	return new Promise(resolve => {
+		let waiting = changes.length;
+		const settle = (failure?: Error) => {
+			clearTimeout(timer);
+			subscription.unsubscribe();
+			resolve(answers.map(answer => answer ?? failure ?? new Error("TIMEOUT")));
+		};
+		const timer = setTimeout(settle, PUBLISH_TIMEOUT_MS);
+		const subscription = nats.subscribe(`${inbox}.*`, {
+			max: changes.length,
+			callback: (err, msg) => {
+				if (err) return settle(err);
+				const index = Number(msg.subject.slice(inbox.length + 1));
+				if (answers[index] !== undefined) return;
+				answers[index] = acknowledged(msg);
+				if (--waiting === 0) settle();
+			},
+		});
+		try {
+			for (const [index, change] of changes.entries()) {
+				const header = headers();
+				header.set("Nats-Msg-Id", change.id);
+				nats.publish(changeSubject(change), JSON.stringify(change), { reply: `${inbox}.${index}`, headers: header });
+			}
+		} catch (err) {
+			// A connection closed or draining takes no publish: none after this one was sent.
+			settle(err as Error);
+		}
+	});
+}
+
+/**
+ * Publishes `changes`, in order: the seq of the last one published with every one before it, how many the stream stored (the
+ * others it had already, by their id), and the first failure. The changes after a failure are published again at the next try;
+ * those stored are dropped then. Each record's first change goes in a first wave, its second in the next once the first is stored,
+ * and none after a wave that failed: a change stored while its record's change before it failed would come before it once that one
+ * is published again.
  */
 export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<{ last?: number; stored: number; failure?: Error }> {
-	const js = nats.jetstream();
-	const previous = new Map<string, Promise<PubAck>>();
-	const acks = await Promise.allSettled(
-		changes.map(change => {
-			const record = `${change.kind} ${change.record.id}`;
-			const publish = () =>
-				js.publish(changeSubject(change), JSON.stringify(change), { msgID: change.id, timeout: PUBLISH_TIMEOUT_MS });
-			const ack = previous.get(record)?.then(publish) ?? publish();
-			previous.set(record, ack);
-			return ack;
-		}),
-	);
+	const waves: Change[][] = [];
+	const perRecord = new Map<string, number>();
+	for (const change of changes) {
+		const record = `${change.kind} ${change.record.id}`;
+		const wave = perRecord.get(record) ?? 0;
+		perRecord.set(record, wave + 1);
+		(waves[wave] ??= []).push(change);
+	}
+	const answers = new Map<Change, boolean | Error>();
+	let failure: Error | undefined;
+	for (const wave of waves) {
+		const answered = await publishAtOnce(nats, wave);
+		wave.forEach((change, index) => answers.set(change, answered[index]));
+		failure = answered.find(answer => answer instanceof Error);
+		if (failure) break;
+	}
 	let last: number | undefined;
 	let stored = 0;
-	for (const [index, ack] of acks.entries()) {
-		if (ack.status === "rejected") return { last, stored, failure: ack.reason as Error };
-		if (!ack.value.duplicate) stored++;
-		last = changes[index].seq;
+	for (const change of changes) {
+		const answer = answers.get(change);
+		if (answer === undefined || answer instanceof Error) return { last, stored, failure };
+		if (answer) stored++;
+		last = change.seq;
 	}
 	return { last, stored };
 }

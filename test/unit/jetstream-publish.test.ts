@@ -1,69 +1,126 @@
-import type { NatsConnection, PubAck } from "nats";
+import type { Msg, NatsConnection } from "nats";
 import { publishChanges } from "../../lib/feed/jetstream";
+import type { Change } from "../../lib/feed/changes";
 import { gameChange } from "../support/sse";
 
-// The relay's publishing (lib/feed/jetstream.ts) on a stand-in connection: a page of changes is sent at once and acknowledged
-// together, and after a failure the mark stops before it, however many after it were stored.
+// The relay's publishing (lib/feed/jetstream.ts) on a stand-in connection: a page of changes is sent at once, its
+// acknowledgements come to one inbox, a record's changes go in waves, and after a failure the mark stops before it, however many
+// after it were stored.
 
-/** A connection whose JetStream answers each publish with `answer(index)`, once every publish of the page has been sent. */
-function connection(count: number, answer: (index: number) => PubAck | Error) {
-	const sent: { subject: string; msgID?: string }[] = [];
-	let allSent!: () => void;
-	const everySent = new Promise<void>(resolve => (allSent = resolve));
-	const publish = async (subject: string, _data: string, options: { msgID?: string }) => {
-		const index = sent.push({ subject, msgID: options.msgID }) - 1;
-		if (sent.length === count) allSent();
-		await everySent;
-		const result = answer(index);
-		if (result instanceof Error) throw result;
-		return result;
+/** What the stand-in JetStream answers a publish: stored, a duplicate, an error of its own, a status (503), or nothing. */
+type Answer = "stored" | "duplicate" | { error: string } | 503 | "none";
+
+/**
+ * A connection whose JetStream answers each publish by its change's id, once every publish sent in the same turn has gone: `events`
+ * lists what was sent and answered, in order.
+ */
+function connection(answer: (msgID: string) => Answer, { closedAfter = Infinity } = {}) {
+	const events: string[] = [];
+	const inboxes = new Map<string, (err: Error | null, msg: Msg) => void>();
+	const subscribed: string[] = [];
+	const reply = (to: string, msgID: string) => {
+		const answered = answer(msgID);
+		if (answered === "none") return;
+		events.push(`answered ${msgID}`);
+		const headers = answered === 503 ? { hasError: true, code: 503 } : undefined;
+		const body =
+			typeof answered === "object"
+				? { error: { code: 500, description: answered.error } }
+				: { stream: "S", seq: 1, duplicate: answered === "duplicate" };
+		inboxes.get(to.slice(0, to.lastIndexOf(".")))?.(null, {
+			subject: to,
+			data: new TextEncoder().encode(JSON.stringify(body)),
+			headers,
+		} as unknown as Msg);
 	};
-	return { nats: { jetstream: () => ({ publish }) } as unknown as NatsConnection, sent };
+	let published = 0;
+	const nats = {
+		options: { inboxPrefix: "_INBOX_games" },
+		subscribe(subject: string, { callback }: { callback: (err: Error | null, msg: Msg) => void }) {
+			const inbox = subject.slice(0, -2);
+			subscribed.push(subject);
+			inboxes.set(inbox, callback);
+			return { unsubscribe: () => inboxes.delete(inbox) };
+		},
+		publish(subject: string, data: string, options: { reply: string; headers: { get(key: string): string } }) {
+			if (published++ >= closedAfter) throw new Error("CONNECTION_CLOSED");
+			const { id } = JSON.parse(data) as Change;
+			const msgID = options.headers.get("Nats-Msg-Id");
+			events.push(`sent ${msgID} to ${subject}${id === msgID ? "" : " under another id"}`);
+			setImmediate(() => reply(options.reply, msgID));
+		},
+	};
+	return { nats: nats as unknown as NatsConnection, events, subscribed };
 }
-
-const ack = (duplicate = false) => ({ duplicate }) as PubAck;
 
 /** A change of its own record (gameChange's are all of one). */
 const ofRecord = (seq: number) => ({ ...gameChange(seq), record: { id: `game-${seq}`, title: `Title ${seq}` } });
 
-test("a page goes out at once, in order, with each change's id as its de-duplication id", async () => {
+const subject = "catalogue.changes.game.updated";
+
+test("a page goes out at once, in order, with each change's id as its de-duplication id, answered to the node's own inbox", async () => {
 	const changes = [1, 2, 3, 4].map(ofRecord);
-	const { nats, sent } = connection(changes.length, index => ack(index === 1));
+	const { nats, events, subscribed } = connection(msgID => (msgID === "change-2" ? "duplicate" : "stored"));
 	expect(await publishChanges(nats, changes)).toEqual({ last: 4, stored: 3 });
-	expect(sent).toEqual(changes.map(change => ({ subject: "catalogue.changes.game.updated", msgID: change.id })));
+	expect(events).toEqual([
+		...changes.map(change => `sent ${change.id} to ${subject}`),
+		...changes.map(change => `answered ${change.id}`),
+	]);
+	// One subscription for the page, under the prefix the broker's access rules let a games node read.
+	expect(subscribed).toEqual([expect.stringMatching(/^_INBOX_games\.\w+\.\*$/)]);
 });
 
-test("a failure in the middle: the mark stops before it, and the failure is told", async () => {
+test("a failure in the middle: the mark stops before it, and JetStream's reason is told", async () => {
 	const changes = [1, 2, 3, 4].map(ofRecord);
-	const timeout = new Error("TIMEOUT");
-	const { nats } = connection(changes.length, index => (index === 2 ? timeout : ack()));
-	expect(await publishChanges(nats, changes)).toEqual({ last: 2, stored: 2, failure: timeout });
+	const { nats } = connection(msgID => (msgID === "change-3" ? { error: "insufficient resources" } : "stored"));
+	const { failure, ...result } = await publishChanges(nats, changes);
+	expect({ ...result, failure: failure?.message }).toEqual({ last: 2, stored: 2, failure: "insufficient resources" });
 });
 
 test("a failure of the first: nothing is marked", async () => {
-	const { nats } = connection(2, index => (index === 0 ? new Error("503") : ack()));
-	expect(await publishChanges(nats, [ofRecord(7), ofRecord(8)])).toMatchObject({ last: undefined, stored: 0 });
+	const { nats } = connection(msgID => (msgID === "change-7" ? 503 : "stored"));
+	const { failure, ...result } = await publishChanges(nats, [ofRecord(7), ofRecord(8)]);
+	expect({ ...result, failure: failure?.message }).toEqual({ last: undefined, stored: 0, failure: "503" });
 });
 
-test("a record's change waits for its record's change before it, and is not sent after that one failed", async () => {
-	const sent: string[] = [];
-	const answers = new Map<string, () => void>();
-	const publish = (_subject: string, _data: string, { msgID }: { msgID: string }) => {
-		sent.push(msgID);
-		return new Promise<PubAck>((resolve, reject) =>
-			answers.set(msgID, () => (msgID === "change-1" ? reject(new Error("503")) : resolve(ack()))),
-		);
-	};
-	const nats = { jetstream: () => ({ publish }) } as unknown as NatsConnection;
-	// The changes 1 and 3 are of one record, 2 of another.
-	const changes = [gameChange(1), ofRecord(2), gameChange(3)];
-	const publishing = publishChanges(nats, changes);
-	await new Promise(resolve => setImmediate(resolve));
-	expect(sent).toEqual(["change-1", "change-2"]);
-	answers.get("change-2")!();
-	answers.get("change-1")!();
-	const { last, failure } = await publishing;
+test("a publish not answered in time fails as a timeout, and the ones before it are marked", async () => {
+	jest.useFakeTimers({ doNotFake: ["setImmediate"] });
+	try {
+		const { nats } = connection(msgID => (msgID === "change-2" ? "none" : "stored"));
+		const publishing = publishChanges(nats, [1, 2, 3].map(ofRecord));
+		await new Promise(resolve => setImmediate(resolve));
+		await jest.advanceTimersByTimeAsync(5000);
+		const { failure, ...result } = await publishing;
+		expect({ ...result, failure: failure?.message }).toEqual({ last: 1, stored: 1, failure: "TIMEOUT" });
+	} finally {
+		jest.useRealTimers();
+	}
+});
+
+test("a connection closed in the middle of a page: none of it is marked, and the failure is told", async () => {
+	const { nats } = connection(() => "stored", { closedAfter: 2 });
+	const { failure, ...result } = await publishChanges(nats, [1, 2, 3].map(ofRecord));
+	expect({ ...result, failure: failure?.message }).toEqual({ last: undefined, stored: 0, failure: "CONNECTION_CLOSED" });
+});
+
+test("a record's change waits for its record's change before it to be stored, and is not sent after that one failed", async () => {
+	// The changes 1 and 3 are of one record, 2 and 4 of another.
+	const changes = [gameChange(1), ofRecord(2), gameChange(3), { ...ofRecord(4), record: { id: "game-2", title: "Title 4" } }];
+	const stored = connection(() => "stored");
+	expect(await publishChanges(stored.nats, changes)).toEqual({ last: 4, stored: 4 });
+	expect(stored.events).toEqual([
+		`sent change-1 to ${subject}`,
+		`sent change-2 to ${subject}`,
+		"answered change-1",
+		"answered change-2",
+		`sent change-3 to ${subject}`,
+		`sent change-4 to ${subject}`,
+		"answered change-3",
+		"answered change-4",
+	]);
+	const failed = connection(msgID => (msgID === "change-1" ? 503 : "stored"));
+	const { last, failure } = await publishChanges(failed.nats, changes);
 	expect({ last, failure: failure?.message }).toEqual({ last: undefined, failure: "503" });
 	// Change 3 would have been stored before change 1, which goes again at the next try.
-	expect(sent).toEqual(["change-1", "change-2"]);
+	expect(failed.events).toEqual([`sent change-1 to ${subject}`, `sent change-2 to ${subject}`, "answered change-1", "answered change-2"]);
 });
