@@ -86,16 +86,22 @@ export async function ensureStream(jsm: JetStreamManager, replicas: number, keep
 }
 
 /** JetStream's answer to a publish: where it stored the message, or why it did not. */
-type Acknowledgement = { seq: number; duplicate?: boolean } | { error: { description: string } };
+type Acknowledgement = { seq?: number; duplicate?: boolean; error?: { description: string } };
 
 /**
  * Whether JetStream stored a published change (true), had it already by its id (false), or why it did not: a status instead of an
- * answer is nats-server's own (503, no stream takes the subject).
+ * answer is nats-server's own (503, no stream takes the subject). Nothing when the message is neither: not JetStream's.
  */
-function acknowledged(msg: Msg): boolean | Error {
+function acknowledged(msg: Msg): boolean | Error | undefined {
 	if (msg.headers?.hasError) return new Error(String(msg.headers.code));
-	const answer = JSON.parse(new TextDecoder().decode(msg.data)) as Acknowledgement;
-	return "error" in answer ? new Error(answer.error.description) : !answer.duplicate;
+	try {
+		const answer = JSON.parse(new TextDecoder().decode(msg.data)) as Acknowledgement;
+		if (answer.error) return new Error(answer.error.description);
+		if (typeof answer.seq === "number") return !answer.duplicate;
+	} catch {
+		// Not JSON: not an answer.
+	}
+	return undefined;
 }
 
 /**
@@ -110,22 +116,24 @@ function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolea
 	const inbox = createInbox((nats as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
 	return new Promise(resolve => {
 		let waiting = changes.length;
+		// Without a `max`: nats.js unsubscribes at the last message anyway, so one UNSUB goes, from `settle`. A connection closed
+		// throws here, before anything waits.
+		const subscription = nats.subscribe(`${inbox}.*`, {
+			callback: (err, msg) => {
+				if (err) return settle(err);
+				// Only the answers to this wave's publishes, each once: anything else sent to the inbox is not one.
+				const index = Number(msg.subject.slice(inbox.length + 1));
+				if (!(index >= 0 && index < changes.length) || answers[index] !== undefined) return;
+				answers[index] = acknowledged(msg);
+				if (answers[index] !== undefined && --waiting === 0) settle();
+			},
+		});
 		const settle = (failure?: Error) => {
 			clearTimeout(timer);
 			subscription.unsubscribe();
 			resolve(answers.map(answer => answer ?? failure ?? new Error("TIMEOUT")));
 		};
 		const timer = setTimeout(settle, PUBLISH_TIMEOUT_MS);
-		const subscription = nats.subscribe(`${inbox}.*`, {
-			max: changes.length,
-			callback: (err, msg) => {
-				if (err) return settle(err);
-				const index = Number(msg.subject.slice(inbox.length + 1));
-				if (answers[index] !== undefined) return;
-				answers[index] = acknowledged(msg);
-				if (--waiting === 0) settle();
-			},
-		});
 		try {
 			for (const [index, change] of changes.entries()) {
 				const header = headers();

@@ -14,7 +14,7 @@ type Answer = "stored" | "duplicate" | { error: string } | 503 | "none";
  * A connection whose JetStream answers each publish by its change's id, once every publish sent in the same turn has gone: `events`
  * lists what was sent and answered, in order.
  */
-function connection(answer: (msgID: string) => Answer, { closedAfter = Infinity } = {}) {
+function connection(answer: (msgID: string) => Answer, { closedAfter = Infinity, closed = false } = {}) {
 	const events: string[] = [];
 	const inboxes = new Map<string, (err: Error | null, msg: Msg) => void>();
 	const subscribed: string[] = [];
@@ -37,17 +37,29 @@ function connection(answer: (msgID: string) => Answer, { closedAfter = Infinity 
 	const nats = {
 		options: { inboxPrefix: "_INBOX_games" },
 		subscribe(subject: string, { callback }: { callback: (err: Error | null, msg: Msg) => void }) {
+			if (closed) throw new Error("CONNECTION_CLOSED");
 			const inbox = subject.slice(0, -2);
 			subscribed.push(subject);
 			inboxes.set(inbox, callback);
 			return { unsubscribe: () => inboxes.delete(inbox) };
+		},
+		/** Sends `to` a message of another: not an answer to any publish. */
+		stray(to: string) {
+			inboxes.get(to.slice(0, to.lastIndexOf(".")))?.(null, { subject: to, data: new TextEncoder().encode("{}") } as unknown as Msg);
 		},
 		publish(subject: string, data: string, options: { reply: string; headers: { get(key: string): string } }) {
 			if (published++ >= closedAfter) throw new Error("CONNECTION_CLOSED");
 			const { id } = JSON.parse(data) as Change;
 			const msgID = options.headers.get("Nats-Msg-Id");
 			events.push(`sent ${msgID} to ${subject}${id === msgID ? "" : " under another id"}`);
-			setImmediate(() => reply(options.reply, msgID));
+			setImmediate(() => {
+				// Before each answer, messages to the same inbox that answer nothing: not taken for answers.
+				const inbox = options.reply.slice(0, options.reply.lastIndexOf("."));
+				for (const stray of ["x", "-1", "99"]) nats.stray(`${inbox}.${stray}`);
+				// And one to its own reply subject that is no acknowledgement, for a publish JetStream does not answer.
+				if (answer(msgID) === "none") nats.stray(options.reply);
+				reply(options.reply, msgID);
+			});
 		},
 	};
 	return { nats: nats as unknown as NatsConnection, events, subscribed };
@@ -123,4 +135,15 @@ test("a record's change waits for its record's change before it to be stored, an
 	expect({ last, failure: failure?.message }).toEqual({ last: undefined, failure: "503" });
 	// Change 3 would have been stored before change 1, which goes again at the next try.
 	expect(failed.events).toEqual([`sent change-1 to ${subject}`, `sent change-2 to ${subject}`, "answered change-1", "answered change-2"]);
+});
+
+test("a connection closed before the page: the publish fails at once, and nothing is left waiting", async () => {
+	jest.useFakeTimers();
+	try {
+		const { nats } = connection(() => "stored", { closed: true });
+		await expect(publishChanges(nats, [ofRecord(1)])).rejects.toThrow("CONNECTION_CLOSED");
+		expect(jest.getTimerCount()).toBe(0);
+	} finally {
+		jest.useRealTimers();
+	}
 });
