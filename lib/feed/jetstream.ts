@@ -13,6 +13,7 @@ import {
 	type NatsError,
 	type StreamConfig,
 	type StreamInfo,
+	type Subscription,
 } from "nats";
 import { FEED_RETENTION, type Change } from "./changes";
 
@@ -108,7 +109,8 @@ function acknowledged(msg: Msg): boolean | Error | undefined {
  * Publishes `changes` at once on the one connection (JetStream stores them in the order sent), each with its id as the
  * de-duplication key and its acknowledgement sent to one inbox of theirs; what each answer said, an error for those not answered
  * within PUBLISH_TIMEOUT_MS. One subscription for them all, where nats.js's `js.publish` makes each a request with its own timer
- * and promise: 16 to 24 µs of CPU per change against 31 to 33 (docs/performance.md, "The change feed").
+ * and promise: 16 to 24 µs of CPU per change against 31 to 33 (docs/performance.md, "The change feed"). A publish the broker's
+ * access rules refuse is answered by nobody: it fails as a TIMEOUT, and nats-server logs the refusal.
  */
 function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolean | Error)[]> {
 	const answers: (boolean | Error | undefined)[] = changes.map(() => undefined);
@@ -116,18 +118,32 @@ function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolea
 	const inbox = createInbox((nats as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
 	return new Promise(resolve => {
 		let waiting = changes.length;
-		// Without a `max`: nats.js unsubscribes at the last message anyway, so one UNSUB goes, from `settle`. A connection closed
-		// throws here, before anything waits.
-		const subscription = nats.subscribe(`${inbox}.*`, {
-			callback: (err, msg) => {
-				if (err) return settle(err);
-				// Only the answers to this wave's publishes, each once: anything else sent to the inbox is not one.
-				const index = Number(msg.subject.slice(inbox.length + 1));
-				if (!(index >= 0 && index < changes.length) || answers[index] !== undefined) return;
-				answers[index] = acknowledged(msg);
-				if (answers[index] !== undefined && --waiting === 0) settle();
-			},
-		});
+		const answered = (msg: Msg) => {
+			// Only the answers to this wave's publishes, each once: anything else sent to the inbox is not one.
+			const index = Number(msg.subject.slice(inbox.length + 1));
+			if (!(index >= 0 && index < changes.length) || answers[index] !== undefined) return;
+			answers[index] = acknowledged(msg);
+			if (answers[index] !== undefined && --waiting === 0) settle();
+		};
+		let subscription: Subscription;
+		try {
+			// Without a `max`: nats.js unsubscribes at the last message anyway, so one UNSUB goes, from `settle`. nats.js calls this
+			// from its reader, which an exception would stop for the whole connection.
+			subscription = nats.subscribe(`${inbox}.*`, {
+				callback: (err, msg) => {
+					try {
+						if (err) throw err;
+						answered(msg);
+					} catch (failure) {
+						settle(failure as Error);
+					}
+				},
+			});
+		} catch (err) {
+			// A connection closed or draining takes no subscription: this wave fails whole, before anything waits.
+			resolve(changes.map(() => err as Error));
+			return;
+		}
 		const settle = (failure?: Error) => {
 			clearTimeout(timer);
 			subscription.unsubscribe();
@@ -141,7 +157,7 @@ function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolea
 				nats.publish(changeSubject(change), JSON.stringify(change), { reply: `${inbox}.${index}`, headers: header });
 			}
 		} catch (err) {
-			// A connection closed or draining takes no publish: none after this one was sent.
+			// A publish nats.js refuses (a message too large): none after it is sent, and those sent are not waited for.
 			settle(err as Error);
 		}
 	});
