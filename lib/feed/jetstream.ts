@@ -96,7 +96,7 @@ type Acknowledgement = { seq?: number; duplicate?: boolean; error?: { descriptio
 function acknowledged(msg: Msg): boolean | Error | undefined {
 	if (msg.headers?.hasError) return new Error(String(msg.headers.code));
 	try {
-		const answer = JSON.parse(new TextDecoder().decode(msg.data)) as Acknowledgement;
+		const answer = msg.json<Acknowledgement>();
 		if (answer.error) return new Error(answer.error.description);
 		if (typeof answer.seq === "number") return !answer.duplicate;
 	} catch {

@@ -42,8 +42,13 @@ function connection(
 	const inboxes = new Map<string, (err: Error | null, msg: Msg) => void>();
 	connections.push(inboxes);
 	const subscribed: string[] = [];
-	const deliver = (to: string, err: Error | null, msg?: object) =>
-		inboxes.get(to.slice(0, to.lastIndexOf(".")))?.(err, { subject: to, ...msg } as unknown as Msg);
+	/** A message as nats.js hands a subscription one: its subject, data, headers, and its data read as JSON. */
+	const deliver = (to: string, err: Error | null, msg?: { data: Uint8Array; headers?: object }) =>
+		inboxes.get(to.slice(0, to.lastIndexOf(".")))?.(err, {
+			subject: to,
+			...msg,
+			json: () => JSON.parse(new TextDecoder().decode(msg?.data)) as unknown,
+		} as unknown as Msg);
 	const reply = (to: string, msgID: string) => {
 		if (msgID === failing) return deliver(to, new Error("PERMISSIONS_VIOLATION"));
 		const answered = answer(msgID);
