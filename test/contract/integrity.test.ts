@@ -9,6 +9,7 @@ type Ref = { id: string };
 type Adapter = {
 	insert(record: object): Promise<unknown>;
 	updateMany(query: object, update: object): Promise<number>;
+	removeMany(query: object): Promise<number>;
 	findById(id: string): Promise<unknown>;
 };
 
@@ -162,6 +163,61 @@ describe.each([
 		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
 		expect(listed).toMatchObject({ title: "Moved", [record]: { id: fresh.id } });
 		expect((await api.get(`${path}/${fresh.id}`)).status).toBe(200);
+	});
+
+	test(`an update keeping its game's ${record} takes no claim: a delete of the ${record} while it is checked answers 400, the update 200`, async () => {
+		const game = await api.game("Kept", category, author);
+		const checking = gate.hold(`${service}.referable`, "before");
+		const updating = api.put(`/game/${game.id}`, body("Renamed", category, author));
+		const release = await checking;
+		expect(await adapter("games").findById(game.id)).not.toHaveProperty("change");
+		expect(await api.delete(`${path}/${target().id}`)).toMatchObject({
+			status: 400,
+			body: { msg: `There are games related to this ${record}` },
+		});
+		release();
+		expect(await updating).toMatchObject({ status: 200, body: 1 });
+		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		expect(listed).toMatchObject({ title: "Renamed", [record]: { id: target().id } });
+	});
+
+	test(`an update keeping its game's ${record}, whose game moved away and whose ${record} was deleted after its check, answers 400 and writes nothing`, async () => {
+		const game = await api.game("Kept", category, author);
+		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const checked = gate.hold(`${service}.referable`, "after");
+		const keeping = api.put(`/game/${game.id}`, body("Kept again", category, author));
+		const release = await checked;
+		expect(await api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)))).toMatchObject({ status: 200 });
+		expect(await api.delete(`${path}/${target().id}`)).toMatchObject({ status: 200 });
+		release();
+		expect(await keeping).toMatchObject({ status: 400, body: { msg: `There is no ${record} with that Id` } });
+		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		expect(listed).toMatchObject({ title: "Moved", [record]: { id: fresh.id } });
+	});
+
+	test(`an update keeping its game's ${record} waits for an update of the game in progress, then writes last`, async () => {
+		const game = await api.game("Kept", category, author);
+		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const checking = gate.hold(`${service}.referable`, "before");
+		const moving = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
+		const release = await checking;
+		const keeping = api.put(`/game/${game.id}`, body("Kept again", category, author));
+		expect(await stillPending(keeping)).toBe(true);
+		release();
+		expect(await moving).toMatchObject({ status: 200 });
+		expect(await keeping).toMatchObject({ status: 200 });
+		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		expect(listed).toMatchObject({ title: "Kept again", [record]: { id: target().id } });
+	});
+
+	test(`an update keeping its game's ${record} answers 400 when that ${record} is gone (removed around the protocol)`, async () => {
+		const game = await api.game("Orphan", category, author);
+		await adapter(service).removeMany({ _id: target().id });
+		expect(await api.put(`/game/${game.id}`, body("Orphan", category, author))).toMatchObject({
+			status: 400,
+			body: { msg: `There is no ${record} with that Id` },
+		});
+		expect(await api.delete(`/game/${game.id}`)).toMatchObject({ status: 200 });
 	});
 
 	test(`a delete abandoned by a node that died (older than the lease) does not block a create`, async () => {
