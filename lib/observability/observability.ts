@@ -45,6 +45,30 @@ const LEVELS = Loggers.LEVELS;
 type LoggerBindings = Parameters<InstanceType<typeof Loggers.Console>["getLogHandler"]>[0];
 const TO_STDERR = new Set(["fatal", "error", "warn"]);
 
+/** The output streams watched for failures, and those that failed (EPIPE: their reader is gone), written no more. */
+const watchedOutputs = new Set<NodeJS.WriteStream>();
+const failedOutputs = new Set<NodeJS.WriteStream>();
+
+/**
+ * A log line's stream, watched once: an output whose reader has gone (`npm start | head`, a log collector restarted) fails its writes
+ * with EPIPE, an 'error' no one listened to, which ended the process. Its lines are dropped from then on, said once on the other
+ * stream, and the catalogue goes on serving (docs/observability.md).
+ */
+function logOutput(stream: NodeJS.WriteStream): NodeJS.WriteStream | undefined {
+	if (failedOutputs.has(stream)) return undefined;
+	if (!watchedOutputs.has(stream)) {
+		watchedOutputs.add(stream);
+		stream.on("error", (err: NodeJS.ErrnoException) => {
+			if (failedOutputs.has(stream)) return;
+			failedOutputs.add(stream);
+			const other = stream === process.stdout ? process.stderr : process.stdout;
+			const name = stream === process.stdout ? "standard output" : "standard error";
+			logOutput(other)?.write(`The ${name} failed (${err.code ?? err.message}): its log lines are dropped from now on.\n`);
+		});
+	}
+	return stream;
+}
+
 /**
  * moleculer's console logger, written with `process.stdout.write` (stderr for warnings and errors) instead of `console.log`:
  * Node hands every console call to its inspector too, which costs a small read dearly.
@@ -69,7 +93,7 @@ class StreamLogger extends Loggers.Console {
 			if (LEVELS.indexOf(type) > enabled) return;
 			let line = format(...formatter(type, stacks ? args : args.map(arg => (arg instanceof Error ? errorLine(arg) : arg))));
 			for (const secret of secrets) if (line.includes(secret)) line = line.replaceAll(secret, "***");
-			(TO_STDERR.has(type) ? process.stderr : process.stdout).write(`${line}\n`);
+			logOutput(TO_STDERR.has(type) ? process.stderr : process.stdout)?.write(`${line}\n`);
 		};
 	}
 }

@@ -57,6 +57,21 @@ test("LOG_FORMAT=text in production: readable lines, not JSON, the request id am
 	}
 });
 
+test("a standard output whose reader has gone (EPIPE): the node goes on serving, says so once on standard error, and stops cleanly", async () => {
+	const node = await startProcess({ LOGLEVEL: "info" });
+	try {
+		node.child.stdout!.destroy();
+		// Each request logs an info line to the closed pipe.
+		for (let i = 0; i < 5; i++) expect((await node.api.get("/category")).status).toBe(200);
+		const said = "The standard output failed (EPIPE): its log lines are dropped from now on.";
+		await waitFor("the node says its output failed", async () => node.output().includes(said), [node]);
+		expect(node.output().split(said)).toHaveLength(2);
+		expect(node.child.exitCode).toBeNull();
+	} finally {
+		expect(await node.stop()).toBe(0);
+	}
+});
+
 /** What moleculer's Zipkin exporter sends: the fields these tests read. */
 interface Span {
 	traceId: string;
