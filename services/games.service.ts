@@ -67,6 +67,7 @@ type BatchReferences = { category: string[]; author: string[] };
 
 interface GamesMethods extends ChangeFeedMethods {
 	checkReferences(ctx: Context, references: References | BatchReferences): Promise<void>;
+	writtenInPlace(ctx: Context, id: string, game: Omit<Game, "id">): Promise<boolean>;
 	searchGames(search: GameSearch, sort: string[]): Promise<Record<string, unknown>[]>;
 	withReferences(ctx: Context, games: Record<string, unknown>[]): Promise<ListedGame[]>;
 	listedJson(ctx: Context, search: GameSearch): Promise<AnswerJson>;
@@ -166,17 +167,9 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				const games = claimStore(this, notDraft);
 				const stored = await games.findById(id);
 				if (!stored) throw unknownGame();
-				// The common edit (a title, an age) keeps the references: the game already refers to them, so every delete of them
-				// counts it and fails until the write is done. They are checked (a game may refer to a record that is gone), then the
-				// write is taken only while the game still refers to them and no change is in progress (docs/integrity.md).
-				let written = false;
-				if (stored.category === game.category && stored.author === game.author && !stored.change) {
-					await this.checkReferences(ctx, references);
-					const kept = { query: { _id: id, ...references, change: { $exists: false }, ...notDraft }, update: { $set: game } };
-					written = (await this.recorded(ctx, "updated", kept, () => ({ id, ...game }))) === 1;
-				}
-				// Otherwise, or when another write came first, the claim protects the references until they are checked.
-				if (!written) {
+				const keeps = stored.category === game.category && stored.author === game.author && !stored.change;
+				// Otherwise, or when another write came first, the claim protects the new references until they are checked.
+				if (!(keeps && (await this.writtenInPlace(ctx, id, game)))) {
 					const token = newToken();
 					if (!(await claim(games, id, token, { ...changing, until: givenUpAt(ctx) }, references))) throw unknownGame();
 					try {
@@ -279,6 +272,19 @@ const GamesService: CatalogueSchema<Game, GamesMethods> = {
 				await POPULATES[reference].handler([...ids], listed, undefined, ctx);
 			}
 			return listed as unknown as ListedGame[];
+		},
+
+		/**
+		 * The update of a game that keeps its category and author (a title, an age), without a claim: the game refers to them, so
+		 * every delete of them counts it and fails for as long as it does. They are checked (a game may refer to a record that is
+		 * gone), then written only while the game still refers to them and no change is in progress; false when it no longer does
+		 * (docs/integrity.md).
+		 */
+		async writtenInPlace(ctx: Context, id: string, game: Omit<Game, "id">): Promise<boolean> {
+			const references = { category: game.category, author: game.author };
+			await this.checkReferences(ctx, references);
+			const kept = { query: { _id: id, ...references, change: { $exists: false }, ...notDraft }, update: { $set: game } };
+			return (await this.recorded(ctx, "updated", kept, () => ({ id, ...game }))) === 1;
 		},
 
 		/** Resolves when the category and the author (or each of several) exist and are not being deleted. */

@@ -86,7 +86,8 @@ export async function recordedMongoWrite(
 				await collection.insertMany(write.insert, { session });
 				ids = write.insert.map(entity => String(entity._id));
 			} else {
-				// The records of the query in the transaction's snapshot: another write to one of them makes this one run again.
+				// The records of the query in the transaction's snapshot: another write to one of them makes this one run again. An update
+				// to the values a record has already writes nothing to it; the feed's counter below still orders it with every recorded write.
 				// In id order, as the SQLite store numbers them (lib/storage/sqlite-adapter.ts recordedWrite).
 				const found = await collection
 					.find(write.query, { projection: { _id: 1 }, session })

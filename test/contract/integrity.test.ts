@@ -210,6 +210,25 @@ describe.each([
 		expect(listed).toMatchObject({ title: "Kept again", [record]: { id: target().id } });
 	});
 
+	test(`an update keeping its game's ${record}, checked before a move of the game took its claim, waits for the move, then writes last`, async () => {
+		const game = await api.game("Kept", category, author);
+		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const checked = gate.hold(`${service}.referable`, "after");
+		const keeping = api.put(`/game/${game.id}`, body("Kept again", category, author));
+		const releaseKeeping = await checked;
+		// The move claims the game and is held at its check: the game still refers to the kept records.
+		const claimed = gate.hold(`${service}.referable`, "before");
+		const moving = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
+		const releaseMove = await claimed;
+		releaseKeeping();
+		expect(await stillPending(keeping)).toBe(true);
+		releaseMove();
+		expect(await moving).toMatchObject({ status: 200 });
+		expect(await keeping).toMatchObject({ status: 200 });
+		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		expect(listed).toMatchObject({ title: "Kept again", [record]: { id: target().id } });
+	});
+
 	test(`an update keeping its game's ${record} answers 400 when that ${record} is gone (removed around the protocol)`, async () => {
 		const game = await api.game("Orphan", category, author);
 		await adapter(service).removeMany({ _id: target().id });

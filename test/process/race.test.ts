@@ -11,10 +11,10 @@ import { inPool } from "../support/pool";
 // games cannot be deleted. Checked by looking first and writing after, a game write and a delete
 // that race can both succeed and leave an orphan. Each round here fires one of each at the same
 // moment across four processes over NATS: exactly one may win, and what is left is the winner's.
-// An update that keeps the record (`keep`) must always win: its game already refers to it.
+// An update of a game already on the record (`keep`) must always win: a delete counts that game.
 
 type Target = "author" | "category";
-/** `keep`: an update of a game that already refers to the record, to its own values, taking no claim. */
+/** `keep`: an update of a game that already refers to the record, to its own values (the update's way without a claim). */
 type Write = "create" | "update" | "keep";
 type Referenced = Author | Category;
 type Reply = Answer<Partial<{ msg: string; game: Game }>>;
@@ -27,7 +27,8 @@ const KINDS: [Write, Target][] = [
 	["keep", "author"],
 	["keep", "category"],
 ];
-const ROUNDS = 512;
+// 128 rounds of each kind.
+const ROUNDS = 768;
 // Rounds racing at once: enough to keep every process busy, so the two requests of a round
 // interleave inside the services, and few enough for two cores to stay well within the timeouts.
 const IN_FLIGHT = 8;
