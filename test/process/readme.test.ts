@@ -102,6 +102,19 @@ test("`npm start` as the README says: ready, the docs page served, a record stor
 	expect(node.output()).toContain("Service 'api' started.");
 }, 90_000);
 
+test("`npm start` stopped by a SIGTERM to npm alone (`kill %1`, a process manager): the catalogue stops with it, cleanly", async () => {
+	const port = await freePort();
+	const node = shell("npm start", { PORT: String(port), DATA_DIR: path.join(folder, "npm-signal"), LOGLEVEL: undefined });
+	started.push(node);
+	const api = new Api(`http://127.0.0.1:${port}`);
+	await waitFor("the gateway is ready", () => api.get("/health/ready").then(answer => answer.status === 200), [node], 60_000);
+	// bash runs its one command in its own process: the child is npm, and only npm is signalled.
+	process.kill(node.child.pid!, "SIGTERM");
+	await node.exited;
+	await waitFor("the catalogue has stopped", async () => node.output().includes("ServiceBroker is stopped. Good bye."), [], 10_000);
+	await expect(fetch(`${api.url}/health/live`)).rejects.toThrow();
+}, 90_000);
+
 test("the README's distributed block as written, without MongoDB: a game with its references across nodes, nothing but info", async () => {
 	nats = await startNats();
 	const port = await freePort();
