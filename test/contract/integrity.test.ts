@@ -54,6 +54,8 @@ afterAll(() => catalogue.stop());
 const adapter = (service: string) => localService<{ adapter: Adapter }>(catalogue, service).adapter;
 const body = (title: string, category: Ref, author: Ref) => ({ title, age: 10, category: { id: category.id }, author: { id: author.id } });
 const gameIds = async () => (await api.get<Ref[]>("/game")).body.map(game => game.id);
+/** The game as GET /game lists it. */
+const listedGame = async (id: string) => (await api.get("/game")).body.find((each: Ref) => each.id === id);
 
 describe.each([
 	{ record: "author", a: "an", path: "/author", service: "authors" },
@@ -71,6 +73,8 @@ describe.each([
 	});
 	const refs = (moved: Ref): [Ref, Ref] => (record === "author" ? [category, moved] : [moved, author]);
 	const created = (title: string) => api.put("/game", body(title, ...refs(target())));
+	/** A record of this kind no game refers to yet. */
+	const freshRecord = () => (record === "author" ? api.author("Fresh", "Dutch") : api.category("Fresh"));
 
 	test(`a delete that counted no games wins: the create waits for it, then answers 400 'There is no ${record} with that Id'`, async () => {
 		const counted = gate.hold("games.countBy", "after");
@@ -103,7 +107,7 @@ describe.each([
 
 	test(`an update moving a game to ${a} ${record} whose delete counted no games waits, then answers 400 and keeps the game as it was`, async () => {
 		const game = await api.game("Mover", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		const counted = gate.hold("games.countBy", "after");
 		const deleting = api.delete(`${path}/${fresh.id}`);
 		const release = await counted;
@@ -112,13 +116,13 @@ describe.each([
 		release();
 		expect(await deleting).toMatchObject({ status: 200 });
 		expect(await updating).toMatchObject({ status: 400, body: { msg: `There is no ${record} with that Id` } });
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({ title: "Mover", [record]: { id: target().id } });
 	});
 
 	test(`a delete racing an update that has recorded its new ${record} answers 400 'There are games related to this ${record}'`, async () => {
 		const game = await api.game("Mover", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		const checking = gate.hold(`${service}.referable`, "before");
 		const updating = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
 		const release = await checking;
@@ -128,7 +132,7 @@ describe.each([
 		});
 		release();
 		expect(await updating).toMatchObject({ status: 200, body: 1 });
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({
 			title: "Moved",
 			[record]: { id: fresh.id },
@@ -138,7 +142,7 @@ describe.each([
 
 	test(`an update to ${a} ${record} whose last write lands between the delete's two counts (another replica's write) is counted: 400`, async () => {
 		const game = await api.game("Mover", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		const checked = gate.hold(`${service}.referable`, "after");
 		const updating = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
 		const release = await checked;
@@ -160,7 +164,7 @@ describe.each([
 		} finally {
 			games.count = count;
 		}
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({ title: "Moved", [record]: { id: fresh.id } });
 		expect((await api.get(`${path}/${fresh.id}`)).status).toBe(200);
 	});
@@ -177,13 +181,13 @@ describe.each([
 		});
 		release();
 		expect(await updating).toMatchObject({ status: 200, body: 1 });
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({ title: "Renamed", [record]: { id: target().id } });
 	});
 
 	test(`an update keeping its game's ${record}, whose game moved away and whose ${record} was deleted after its check, answers 400 and writes nothing`, async () => {
 		const game = await api.game("Kept", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		const checked = gate.hold(`${service}.referable`, "after");
 		const keeping = api.put(`/game/${game.id}`, body("Kept again", category, author));
 		const release = await checked;
@@ -191,13 +195,13 @@ describe.each([
 		expect(await api.delete(`${path}/${target().id}`)).toMatchObject({ status: 200 });
 		release();
 		expect(await keeping).toMatchObject({ status: 400, body: { msg: `There is no ${record} with that Id` } });
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({ title: "Moved", [record]: { id: fresh.id } });
 	});
 
 	test(`an update keeping its game's ${record} waits for an update of the game in progress, then writes last`, async () => {
 		const game = await api.game("Kept", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		const checking = gate.hold(`${service}.referable`, "before");
 		const moving = api.put(`/game/${game.id}`, body("Moved", ...refs(fresh)));
 		const release = await checking;
@@ -206,13 +210,13 @@ describe.each([
 		release();
 		expect(await moving).toMatchObject({ status: 200 });
 		expect(await keeping).toMatchObject({ status: 200 });
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({ title: "Kept again", [record]: { id: target().id } });
 	});
 
 	test(`an update keeping its game's ${record}, checked before a move of the game took its claim, waits for the move, then writes last`, async () => {
 		const game = await api.game("Kept", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		const checked = gate.hold(`${service}.referable`, "after");
 		const keeping = api.put(`/game/${game.id}`, body("Kept again", category, author));
 		const releaseKeeping = await checked;
@@ -225,7 +229,7 @@ describe.each([
 		releaseMove();
 		expect(await moving).toMatchObject({ status: 200 });
 		expect(await keeping).toMatchObject({ status: 200 });
-		const [listed] = (await api.get("/game")).body.filter((each: Ref) => each.id === game.id);
+		const listed = await listedGame(game.id);
 		expect(listed).toMatchObject({ title: "Kept again", [record]: { id: target().id } });
 	});
 
@@ -261,7 +265,7 @@ describe.each([
 
 	test(`a game change abandoned by a node that died does not block the delete of the ${record} it was moving to`, async () => {
 		const game = await api.game("Stays", category, author);
-		const fresh = record === "author" ? await api.author("Fresh", "Dutch") : await api.category("Fresh");
+		const fresh = await freshRecord();
 		await adapter("games").updateMany({ _id: game.id }, { $set: { change: { [record]: fresh.id, token: "dead", at: 0 } } });
 		expect(await api.delete(`${path}/${fresh.id}`)).toMatchObject({ status: 200 });
 		expect(await api.put(`/game/${game.id}`, body("Stays", category, author))).toMatchObject({ status: 200 });

@@ -88,12 +88,18 @@ test("`npm start`'s build skips a built tree: it is not type-checked again", asy
 	expect(build.output()).toMatch(/Project 'tsconfig.build.json' is up to date/);
 });
 
-test("`npm start` as the README says: ready, the docs page served, a record stored, a clean stop, nothing but info", async () => {
+/** `npm start` as the README says, with its data in `folder/dataDir`, once its gateway is ready. */
+async function npmStart(dataDir: string): Promise<{ node: Node; api: Api }> {
 	const port = await freePort();
-	const node = shell("npm start", { PORT: String(port), DATA_DIR: path.join(folder, "embedded"), LOGLEVEL: undefined });
+	const node = shell("npm start", { PORT: String(port), DATA_DIR: path.join(folder, dataDir), LOGLEVEL: undefined });
 	started.push(node);
 	const api = new Api(`http://127.0.0.1:${port}`);
 	await waitFor("the gateway is ready", () => api.get("/health/ready").then(answer => answer.status === 200), [node], 60_000);
+	return { node, api };
+}
+
+test("`npm start` as the README says: ready, the docs page served, a record stored, a clean stop, nothing but info", async () => {
+	const { node, api } = await npmStart("embedded");
 	expect((await fetch(`${api.url}/docs`)).status).toBe(200);
 	expect((await api.put("/category", { name: "Puzzle" })).status).toBe(200);
 	await node.stop();
@@ -103,11 +109,7 @@ test("`npm start` as the README says: ready, the docs page served, a record stor
 }, 90_000);
 
 test("`npm start` stopped by a SIGTERM to npm alone (`kill %1`, a process manager): the catalogue stops with it, cleanly", async () => {
-	const port = await freePort();
-	const node = shell("npm start", { PORT: String(port), DATA_DIR: path.join(folder, "npm-signal"), LOGLEVEL: undefined });
-	started.push(node);
-	const api = new Api(`http://127.0.0.1:${port}`);
-	await waitFor("the gateway is ready", () => api.get("/health/ready").then(answer => answer.status === 200), [node], 60_000);
+	const { node, api } = await npmStart("npm-signal");
 	// bash runs its one command in its own process: the child is npm, and only npm is signalled.
 	process.kill(node.child.pid!, "SIGTERM");
 	await node.exited;
