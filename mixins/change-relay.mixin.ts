@@ -4,8 +4,8 @@ import { outboxStalled } from "../lib/catalogue/errors";
 import type { Kind } from "../lib/catalogue/kind";
 import { config } from "../lib/config/config";
 import { natsConnection } from "../lib/config/transporter";
-import { FEED_PAGE, type Change } from "../lib/feed/changes";
-import { consumerLags, ensureStream, failureReason, publishChanges } from "../lib/feed/jetstream";
+import { FEED_KINDS, FEED_PAGE, type Change } from "../lib/feed/changes";
+import { consumerLags, ensureStream, failureReason, publishChanges, publishReset } from "../lib/feed/jetstream";
 import { feedOf } from "../lib/storage/adapter";
 import { asMixin, type Row } from "./db.mixin";
 
@@ -131,10 +131,15 @@ export function changeRelay(kind: Kind) {
 					// Read first: an outbox that cannot be published (no JetStream, NATS away) is seen waiting.
 					const outbox = await feed.unpublished(FEED_PAGE);
 					this.noteOutbox(outbox);
-					if (outbox.changes.length === 0) return;
+					if (outbox.changes.length === 0 && outbox.reset === null) return;
 					if (relay.stream !== "made") {
 						await ensureStream(await nats.jetstreamManager(), config.feedReplicas, relay.stream === "lookedFor");
 						relay.stream = "made";
+					}
+					// A restored backup's feed starts again: its followers are told before any change after it.
+					if (outbox.reset !== null) {
+						await publishReset(nats, FEED_KINDS[kind.service], outbox.reset);
+						await feed.markReset(outbox.reset);
 					}
 					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);
 					if (last !== undefined) await feed.markPublished(last);

@@ -65,6 +65,8 @@ export const texts = {
 	streamsFull: "The gateway holds as many change streams as it may; try again later",
 	startAgain:
 		"The changes after your position are no longer kept: start again from a full read (GET /category, /author, /game), then follow from this event's id.",
+	restored:
+		"The catalogue's records of this kind were restored from a backup, undoing the changes after it: start again from a full read (GET /category, /author, /game), then apply the changes after this message.",
 	outboxStalled: "The change feed has not been published for {seconds} s",
 	feedOff: "This catalogue keeps no change feed (CHANGE_FEED=off): follow it by reading the lists again",
 	unknownKinds: "The 'kinds' field is '{actual}'; it must list kinds of record (category, author, game), separated by commas.",

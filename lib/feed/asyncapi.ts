@@ -52,10 +52,12 @@ export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSch
 		channels[`${kind}Stream`] = {
 			address: `catalogue.changes.${kind}.{type}`,
 			title: `The ${kind} changes in JetStream`,
-			description: `Subjects of the stream CATALOGUE_CHANGES, in a cluster: each change once (its id is the de-duplication id), in ${kind} order.`,
-			parameters: typeParameter,
+			description:
+				`Subjects of the stream CATALOGUE_CHANGES, in a cluster: each change once (its id is the de-duplication id), in ${kind} order; ` +
+				"`reset` after a restored backup, before the changes that follow it.",
+			parameters: { type: { enum: [...CHANGE_TYPES, "reset"], description: "created, updated or removed; reset after a restore" } },
 			servers: [{ $ref: "#/servers/cluster" }],
-			messages: { [`${kind}Change`]: message(kind) },
+			messages: { [`${kind}Change`]: message(kind), streamReset: { $ref: "#/components/messages/streamReset" } },
 		};
 		receive(`${kind}Stream`, `Follow the ${kind} changes as a JetStream consumer (durable: acknowledged, resumed, shared).`);
 		channels[`${service}Events`] = {
@@ -125,6 +127,25 @@ export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSch
 					name: "ready",
 					title: "Caught up (the `ready` event)",
 					payload: { type: "object", required: ["position"], properties: { position: { type: "string" } } },
+				},
+				streamReset: {
+					name: "streamReset",
+					title: "Start again from a full read: a restored backup undid the changes after it",
+					payload: {
+						type: "object",
+						required: ["id", "kind", "type", "after", "at", "msg"],
+						properties: {
+							id: {
+								type: "string",
+								description: "`<kind>-reset-<after>`: the same for the same restore, a duplicate has the same.",
+							},
+							kind: { type: "string", enum: kinds },
+							type: { type: "string", const: "reset" },
+							after: { type: "integer", description: "The kind's changes after it are numbered from after + 1." },
+							at: { type: "string", format: "date-time", description: "When it was published." },
+							msg: { type: "string" },
+						},
+					},
 				},
 				reset: {
 					name: "reset",

@@ -63,6 +63,12 @@ export const feedName = (collection: string) => `${collection}_changes`;
 /** The key, in `catalogue_meta`, of the seq up to which the feed of `collection` is published to JetStream (the outbox's end). */
 export const publishedKey = (collection: string) => `published ${collection}`;
 
+/**
+ * The key, in `catalogue_meta`, of a restored backup's feed start (lib/storage/sqlite-database.ts restartFeeds) not yet told to the
+ * cluster's stream: its relay publishes a `reset` there before any later change (lib/feed/jetstream.ts).
+ */
+export const resetKey = (collection: string) => `reset ${collection}`;
+
 /** The most changes one read of a feed answers. */
 export const FEED_PAGE = 500;
 

@@ -15,14 +15,18 @@ import {
 	type StreamInfo,
 	type Subscription,
 } from "nats";
-import { FEED_RETENTION, type Change } from "./changes";
+import { texts } from "../catalogue/errors";
+import { FEED_RETENTION, type Change, type ChangeKind } from "./changes";
 
 export const CHANGES_STREAM = "CATALOGUE_CHANGES";
 
 /** The subjects of the stream; a follower of one kind subscribes to `catalogue.changes.game.>`. */
 const CHANGES_SUBJECTS = "catalogue.changes.>";
 
-const changeSubject = (change: Pick<Change, "kind" | "type">) => `catalogue.changes.${change.kind}.${change.type}`;
+/** What the relay publishes: a change, or the `reset` of a kind whose feed a restored backup started again (`publishReset`). */
+type Message = Pick<Change, "id" | "kind"> & { type: Change["type"] | "reset" };
+
+const changeSubject = (message: Message) => `catalogue.changes.${message.kind}.${message.type}`;
 
 /** The stream's bound in bytes, beside the feed's age: the oldest changes go first. */
 const STREAM_MAX_BYTES = 1024 ** 3;
@@ -112,7 +116,7 @@ function acknowledged(msg: Msg): boolean | Error | undefined {
  * and promise: 16 to 24 µs of CPU per change against 31 to 33 (docs/performance.md, "The change feed"). A publish the broker's
  * access rules refuse is answered by nobody: it fails as a TIMEOUT, and nats-server logs the refusal.
  */
-function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolean | Error)[]> {
+function publishAtOnce(nats: NatsConnection, changes: Message[]): Promise<(boolean | Error)[]> {
 	const answers: (boolean | Error | undefined)[] = changes.map(() => undefined);
 	// Under the node's own inbox prefix, which the broker's access rules let it read (lib/config/broker-access.ts).
 	const inbox = createInbox((nats as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
@@ -161,6 +165,26 @@ function publishAtOnce(nats: NatsConnection, changes: Change[]): Promise<(boolea
 			settle(err as Error);
 		}
 	});
+}
+
+/**
+ * What tells the stream's followers that the `kind` feed started again after `from`, a backup having been restored
+ * (lib/storage/sqlite-database.ts restartFeeds): the writes made after the backup, which they may have had, are undone. Its id is
+ * made of the two, so a relay that publishes it again (killed before its note, or a second replica) has it stored once.
+ */
+export const resetMessage = (kind: ChangeKind, from: number) => ({
+	id: `${kind}-reset-${from}`,
+	kind,
+	type: "reset" as const,
+	after: from,
+	at: new Date().toISOString(),
+	msg: texts.restored,
+});
+
+/** Publishes the `kind` feed's `resetMessage`, and waits until the stream has it. */
+export async function publishReset(nats: NatsConnection, kind: ChangeKind, from: number): Promise<void> {
+	const [answer] = await publishAtOnce(nats, [resetMessage(kind, from)]);
+	if (answer instanceof Error) throw answer;
 }
 
 /**

@@ -132,7 +132,9 @@ export async function* findInSteps(
 }
 
 /** The collection's change feed, in either store: its pages, prune, outbox and published mark (lib/storage/mongo-feed.ts). */
-export function feedOf(adapter: unknown): Pick<SqliteAdapter, "changesAfter" | "pruneChanges" | "unpublished" | "markPublished"> {
+export function feedOf(
+	adapter: unknown,
+): Pick<SqliteAdapter, "changesAfter" | "pruneChanges" | "unpublished" | "markPublished" | "markReset"> {
 	if (adapter instanceof SqliteAdapter) return adapter;
 	const store = adapter as MongoStore;
 	return {
@@ -140,5 +142,6 @@ export function feedOf(adapter: unknown): Pick<SqliteAdapter, "changesAfter" | "
 		pruneChanges: (retention, keepUnpublished = false) => mongoPruneChanges(store, retention, keepUnpublished),
 		unpublished: limit => mongoUnpublished(store, limit),
 		markPublished: seq => mongoMarkPublished(store, seq),
+		markReset: () => Promise.resolve(),
 	};
 }

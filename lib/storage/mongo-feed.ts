@@ -148,7 +148,8 @@ export async function mongoChangesAfter(store: MongoStore, after: number, limit:
 export async function mongoUnpublished(store: MongoStore, limit: number) {
 	const { last, published } = await positions(store);
 	const docs = await pageAfter(store, published, limit);
-	return { published, last, changes: recorded(docs), oldestAt: (docs[0]?.at as number | undefined) ?? null };
+	// A MongoDB restore is MongoDB's own: nothing restarts the feed to tell the stream of (docs/operations.md, "Restore").
+	return { published, last, changes: recorded(docs), oldestAt: (docs[0]?.at as number | undefined) ?? null, reset: null };
 }
 
 /** Notes the changes up to `seq` published; a note behind another replica's is not written. */

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import isEqual from "lodash/isEqual";
 import type { ServiceBroker, Service } from "moleculer";
 import type { SQLInputValue } from "node:sqlite";
-import { feedName, publishedKey } from "../feed/changes";
+import { feedName, publishedKey, resetKey } from "../feed/changes";
 import { column, extracted, limitOf, orderBy, updatedColumns, updatedDoc, where, type Columns, type Sql } from "./sqlite-query";
 import { inTransaction, openDatabase, UnusableDataDir, type Database, type Holding } from "./sqlite-database";
 import { migrateNeDbFile } from "./nedb-migration";
@@ -431,19 +431,35 @@ export class SqliteAdapter {
 		return `coalesce((SELECT CAST(value AS INTEGER) FROM catalogue_meta WHERE key = '${publishedKey(this.options.collection)}'), 0)`;
 	}
 
-	/** The outbox: the changes after `published` (up to `last`), the first `limit` of them, and when the oldest was written (ms). */
-	unpublished(limit: number): Promise<{ published: number; last: number; changes: Recorded[]; oldestAt: number | null }> {
+	/**
+	 * The outbox: the changes after `published` (up to `last`), the first `limit` of them, when the oldest was written (ms), and the
+	 * seq a restored backup's feed starts after while the stream has not been told (`reset`, else null).
+	 */
+	unpublished(
+		limit: number,
+	): Promise<{ published: number; last: number; changes: Recorded[]; oldestAt: number | null; reset: number | null }> {
 		const { prepared } = this.db;
-		const { published, last } = prepared(
-			`SELECT ${this.publishedSql} AS published, coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0) AS last`,
-		).get(this.feed) as { published: number; last: number };
+		const { published, last, reset } = prepared(
+			`SELECT ${this.publishedSql} AS published, coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0) AS last, ` +
+				"(SELECT CAST(value AS INTEGER) FROM catalogue_meta WHERE key = ?) AS reset",
+		).get(this.feed, resetKey(this.options.collection)) as { published: number; last: number; reset: number | null };
 		const rows = prepared(`SELECT seq, at, change FROM ${this.feed} WHERE seq > ? ORDER BY seq${limitOf(limit)}`).all(published) as {
 			seq: number;
 			at: number;
 			change: string;
 		}[];
 		const changes = rows.map(({ seq, change }) => ({ ...(JSON.parse(change) as Doc), seq }));
-		return Promise.resolve({ published, last, changes, oldestAt: rows[0]?.at ?? null });
+		return Promise.resolve({ published, last, changes, oldestAt: rows[0]?.at ?? null, reset });
+	}
+
+	/** Notes that the stream was told of the restart at `from`; a later restore's is kept. */
+	markReset(from: number): Promise<void> {
+		return this.write(db => {
+			db.prepare("DELETE FROM catalogue_meta WHERE key = ? AND CAST(value AS INTEGER) = ?").run(
+				resetKey(this.options.collection),
+				from,
+			);
+		});
 	}
 
 	/** Notes that the changes up to `seq` are published; a note behind another replica's is not written. */

@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { DATA_SERVICE_NAMES } from "../catalogue/services";
-import { feedName, publishedKey } from "../feed/changes";
+import { feedName, publishedKey, resetKey } from "../feed/changes";
 import { databaseFile, LOCK_FILE } from "./location";
 
 /** What `catalogue_meta` says a catalogue's database is; a file without it is not one. */
@@ -218,7 +218,7 @@ export const BACKUP_NOTE = "backup taken at";
  * past them, holding writes the restore undid; the next changes would be numbered as others it has seen. Each feed is emptied and
  * numbered on from the time in hundredths of a millisecond (15 digits, as positions are), past any seq handed out before (more than
  * the writes any feed took since the last restore), so every follower starts again from a full read; the outbox counts on from there,
- * and the note goes in the same transaction. When that backup was taken, or undefined for a database that is not a restored backup.
+ * its relay tells the cluster's stream first (resetKey), and the note goes in the same transaction. When that backup was taken, or undefined for a database that is not a restored backup.
  */
 function restartFeeds(db: DatabaseSync): string | undefined {
 	// Read in the transaction: two replicas starting at once on the restored file restart the feeds once.
@@ -234,6 +234,7 @@ function restartFeeds(db: DatabaseSync): string | undefined {
 			db.prepare("DELETE FROM sqlite_sequence WHERE name = ?").run(feed);
 			db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(feed, from);
 			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES (?, ?)").run(publishedKey(collection), from);
+			db.prepare("INSERT OR REPLACE INTO catalogue_meta VALUES (?, ?)").run(resetKey(collection), from);
 		}
 		db.prepare("DELETE FROM catalogue_meta WHERE key = ?").run(BACKUP_NOTE);
 		return note.value;

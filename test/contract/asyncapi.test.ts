@@ -2,6 +2,7 @@ import Ajv from "ajv";
 import { schemas as asyncApiSchemas } from "@asyncapi/specs";
 import { asyncApi } from "../../services/api.docs";
 import type { Change } from "../../lib/feed/changes";
+import { resetMessage } from "../../lib/feed/jetstream";
 import { startCatalogue, type Api, type Catalogue } from "../support/catalogue";
 
 // GET /asyncapi.json (docs/followers.md): the change feed's AsyncAPI 3 document, valid against AsyncAPI's own schema, served by
@@ -59,4 +60,13 @@ test("a created, updated and removed record of each kind fits its message's payl
 	// A change whose record lacks a field does not fit: the check has teeth.
 	const validate = ajv.getSchema("https://catalogue.test/asyncapi.json#/components/messages/gameChange/payload")!;
 	expect(validate({ ...changes.find(change => change.kind === "game")!, record: { id: "x", title: "no age" } })).toBe(false);
+});
+
+test("the stream's reset after a restore fits its message's payload", () => {
+	const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+	ajv.addSchema({ ...(asyncApi as object), $id: "https://catalogue.test/asyncapi.json" });
+	const validate = ajv.getSchema("https://catalogue.test/asyncapi.json#/components/messages/streamReset/payload")!;
+	const reset = resetMessage("game", 178_000_000_000_000);
+	expect([reset, validate(reset) ? [] : validate.errors]).toEqual([reset, []]);
+	expect(validate({ ...reset, after: "178" })).toBe(false);
 });

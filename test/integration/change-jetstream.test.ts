@@ -1,11 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { AckPolicy, connect, DiscardPolicy, type JetStreamManager, type NatsConnection, type StreamConfig, type StreamInfo } from "nats";
 import { ServiceBroker } from "moleculer";
 import { newId } from "../../lib/catalogue/ids";
 import type { Change } from "../../lib/feed/changes";
-import { CHANGES_STREAM } from "../../lib/feed/jetstream";
+import { texts } from "../../lib/catalogue/errors";
+import { config } from "../../lib/config/config";
+import { CHANGES_STREAM, publishReset } from "../../lib/feed/jetstream";
+import { feedOf } from "../../lib/storage/adapter";
+import { backupDataDir } from "../../lib/storage/backup";
+import { DATABASE_FILE } from "../../lib/storage/location";
 import { waitingOn } from "../../lib/http/health";
 import { RELAY_GAP_MS } from "../../mixins/change-relay.mixin";
 import brokerOptions from "../../moleculer.config";
@@ -255,9 +260,9 @@ describe("a publish that fails leaves the stream's settings as another version s
 
 test("a NATS without JetStream: the outbox is seen waiting, and readiness names the service's changes once it has waited 30 s", async () => {
 	const folder = mkdtempSync(path.join(tmpdir(), "nats-no-jetstream-"));
-	const config = path.join(folder, "nats.conf");
-	writeFileSync(config, "max_payload: 64MB\n");
-	const plain = await startNats(10_000, config);
+	const natsConf = path.join(folder, "nats.conf");
+	writeFileSync(natsConf, "max_payload: 64MB\n");
+	const plain = await startNats(10_000, natsConf);
 	const lone = new ServiceBroker({
 		...brokerOptions,
 		nodeID: `no-jetstream-${process.pid}`,
@@ -287,3 +292,75 @@ test("a NATS without JetStream: the outbox is seen waiting, and readiness names 
 		rmSync(folder, { recursive: true, force: true });
 	}
 });
+
+/** The three services over this file's NATS, each keeping its records in the SQLite database of `dataDir`. */
+function brokerOn(dataDir: string): ServiceBroker {
+	const on = new ServiceBroker({
+		...brokerOptions,
+		nodeID: `restored-${process.pid}`,
+		namespace: `restored-${newId()}`,
+		transporter: { type: "NATS", options: { url: nats.url } },
+		cacher: undefined,
+		logger: false,
+	});
+	// Each service's store is made as it is created, from the configuration of that moment.
+	const kept = { storage: config.storage, dataDir: config.dataDir };
+	Object.assign(config, { storage: "file", dataDir });
+	try {
+		for (const schema of [AuthorsService, CategoriesService, GamesService]) on.createService(schema);
+	} finally {
+		Object.assign(config, kept);
+	}
+	return on;
+}
+
+test("a restored backup: the stream is told once, per kind, to start again from a full read, before any change after it", async () => {
+	const root = mkdtempSync(path.join(tmpdir(), "jetstream-restore-"));
+	const [live, backup, restored] = ["live", "backup", "restored"].map(name => path.join(root, name));
+	const create = (on: ServiceBroker, title: string, category: object, author: object) =>
+		on.call<{ game: { id: string } }, object>("games.create", { title, age: 10, category, author });
+	let on = brokerOn(live);
+	try {
+		await on.start();
+		const { category } = await on.call<{ category: object }, object>("categories.create", { name: "Restored" });
+		const { author } = await on.call<{ author: object }, object>("authors.create", { name: "Restored", nationality: "Any" });
+		await create(on, "Kept", category, author);
+		await backupDataDir(live, backup);
+		// Undone by the restore, once followers have had it.
+		const undone = await create(on, "Undone", category, author);
+		await until("the undone game is in the stream", async () =>
+			(await streamed()).some(change => change.record?.id === undone.game.id),
+		);
+		await on.stop();
+
+		mkdirSync(restored);
+		copyFileSync(path.join(backup, DATABASE_FILE), path.join(restored, DATABASE_FILE));
+		on = brokerOn(restored);
+		await on.start();
+		const after = await create(on, "After the restore", category, author);
+		type Reset = { id: string; kind: string; type: string; after: number; msg: string };
+		const told = async () =>
+			((await streamed()) as unknown as (Change | Reset)[]).filter(message => message.type === "reset") as Reset[];
+		await until("each kind's reset is in the stream", async () => (await told()).length === 3);
+		const resets = await told();
+		expect(resets.map(reset => reset.kind).sort()).toEqual(["author", "category", "game"]);
+		const { reset: from } = await feedOf((on.getLocalService("games") as unknown as { adapter: unknown }).adapter).unpublished(1);
+		expect(from).toBeNull();
+		const gameReset = resets.find(reset => reset.kind === "game")!;
+		expect(gameReset).toMatchObject({ id: `game-reset-${gameReset.after}`, msg: texts.restored });
+		// Before the changes after the restore, which are numbered after it.
+		await until("the game made after the restore is in the stream", async () =>
+			(await streamed()).some(change => change.record?.id === after.game.id),
+		);
+		const messages = await streamed();
+		const made = messages.findIndex(change => change.record?.id === after.game.id);
+		expect(messages.findIndex(message => message.id === gameReset.id)).toBeLessThan(made);
+		expect(messages[made].seq).toBe(gameReset.after + 1);
+		// Published again (a relay killed before its note, or a second replica): stored once.
+		await publishReset(client, "game", gameReset.after);
+		expect(await told()).toHaveLength(3);
+	} finally {
+		await on.stop();
+		rmSync(root, { recursive: true, force: true });
+	}
+}, 30_000);

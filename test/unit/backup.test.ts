@@ -224,14 +224,18 @@ test("a catalogue restored from a backup numbers its feed on past every seq hand
 	expect(await restored.findById("g4")).toBeUndefined();
 	const [next] = (await write(restored, "g7")).changes;
 	expect(next.seq).toBe(feed.last + 1);
-	// The outbox starts from there too: nothing of the jump counts as unpublished.
-	expect(await restored.unpublished(500)).toMatchObject({ published: feed.last, last: feed.last + 1 });
+	// The outbox starts from there too: nothing of the jump counts as unpublished, and the stream is to be told first.
+	expect(await restored.unpublished(500)).toMatchObject({ published: feed.last, last: feed.last + 1, reset: feed.last });
 	await restored.disconnect();
 
-	// Once: opened again, the feed keeps its place.
+	// Once: opened again, the feed keeps its place, and the stream's reset waits until noted, by its own restore only.
 	const reopened = games(restoredDir);
 	await reopened.connect();
 	expect((await reopened.changesAfter(0, 500)).changes.map(change => change.seq)).toEqual([next.seq]);
+	await reopened.markReset(feed.last - 1);
+	expect(await reopened.unpublished(500)).toMatchObject({ reset: feed.last });
+	await reopened.markReset(feed.last);
+	expect(await reopened.unpublished(500)).toMatchObject({ reset: null });
 	await reopened.disconnect();
 	// The live database was not marked: only the backup's copy is.
 	const own = new DatabaseSync(path.join(dataDir, DATABASE_FILE), { readOnly: true });
