@@ -29,7 +29,7 @@ const checkHeader = validator.compile({
 
 /** A line of `kind`: its `kind`, its fields, nothing else. */
 function recordSchema(kind: Kind): ValidationSchema {
-	return { $$strict: true, kind: { type: "equal", value: kind }, ...RECORD_FIELDS[kind] };
+	return { $$strict: true, kind: { type: "equal", value: kind, strict: true }, ...RECORD_FIELDS[kind] };
 }
 
 const checkRecord = Object.fromEntries(KINDS.map(({ kind }) => [kind, validator.compile(recordSchema(kind))])) as Record<
@@ -93,7 +93,7 @@ export class FileCheck {
 
 	private async record(line: number, value: Record<string, unknown>): Promise<FileRecord | undefined> {
 		const kind = value.kind as Kind;
-		const at = position.get(String(kind));
+		const at = typeof kind === "string" ? position.get(kind) : undefined;
 		if (at === undefined) return this.refuse(line, `'kind' must be one of ${KINDS.map(k => k.kind).join(", ")}`);
 		if (at < this.kindAt)
 			return this.refuse(

@@ -3,7 +3,7 @@
  * once the counts are known. For consistency while writes go on, a game whose category or author is not in the file brings that
  * record in, read again; a game whose reference is gone by then is read again itself.
  */
-import { closeSync, createWriteStream, existsSync, openSync, readSync, statSync, type WriteStream } from "node:fs";
+import { closeSync, createWriteStream, lstatSync, openSync, readSync, type WriteStream } from "node:fs";
 import { realFolder } from "../storage/location";
 import { once } from "node:events";
 import { finished } from "node:stream/promises";
@@ -19,14 +19,18 @@ const SQLITE_HEADER = Buffer.from("SQLite format 3\0");
 
 /**
  * Why `target` may not receive an export, or undefined: a file in the data folder (it could replace the catalogue's database), a
- * database (a catalogue's, or any SQLite file), or a folder. Asked before the catalogue is read.
+ * database (a catalogue's, or any SQLite file), a folder, or anything but a file: the export is renamed over its target, which
+ * would replace a link, a device or a pipe (`/dev/null` itself) rather than write through it. Asked before the catalogue is read.
  */
 export function refusedExportTarget(target: string, dataDir: string): string | undefined {
 	const [folder, data] = [realFolder(path.dirname(path.resolve(target))), realFolder(dataDir)];
 	if (folder === data || folder.startsWith(`${data}${path.sep}`))
 		return `The export's file ${target} is in the data folder ${dataDir} (DATA_DIR): give a file outside it (it could replace the catalogue's own files).`;
-	if (!existsSync(target)) return undefined;
-	if (statSync(target).isDirectory()) return `The export's file ${target} is a folder: give the name of a file.`;
+	const found = lstatSync(target, { throwIfNoEntry: false });
+	if (!found) return undefined;
+	if (found.isDirectory()) return `The export's file ${target} is a folder: give the name of a file.`;
+	if (!found.isFile())
+		return `The export's file ${target} is not a file (a link, a device, a pipe or a socket), which the export would replace: give the name of a file, or - for the standard output.`;
 	const start = Buffer.alloc(SQLITE_HEADER.length);
 	const fd = openSync(target, "r");
 	try {

@@ -27,12 +27,6 @@ export class LongLine extends Error {
 
 const NEWLINE = 0x0a;
 
-const newlinesIn = (bytes: Buffer) => {
-	let count = 0;
-	for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) count++;
-	return count;
-};
-
 /** The first line of `bytes` (whole lines, the first numbered `first`) that is not UTF-8. */
 function firstNotUtf8(bytes: Buffer, first: number): NotUtf8Line {
 	let line = first;
@@ -45,7 +39,10 @@ function firstNotUtf8(bytes: Buffer, first: number): NotUtf8Line {
 	return new NotUtf8Line(line);
 }
 
-/** Passes the bytes on as they come, each run of whole lines checked to be UTF-8 (a character is never cut between two lines). */
+/**
+ * Passes the bytes on as they come, each run of whole lines checked to be UTF-8 (a character is never cut between two lines) and
+ * each line, whole or not yet, to be at most MAX_LINE_BYTES long.
+ */
 function utf8Only(): Transform {
 	let line = 1;
 	let tail = Buffer.alloc(0);
@@ -56,7 +53,12 @@ function utf8Only(): Transform {
 			const whole = bytes.subarray(0, end);
 			tail = Buffer.from(bytes.subarray(end));
 			if (!isUtf8(whole)) return done(firstNotUtf8(whole, line));
-			line += newlinesIn(whole);
+			// A line is measured once it ends too: it may end in the chunk after the one that made it long.
+			for (let start = 0; start < whole.length; line++) {
+				const stop = whole.indexOf(NEWLINE, start);
+				if (stop - start > MAX_LINE_BYTES) return done(new LongLine(line));
+				start = stop + 1;
+			}
 			if (tail.length > MAX_LINE_BYTES) return done(new LongLine(line));
 			done(null, chunk);
 		},

@@ -1,3 +1,5 @@
+import { execFileSync } from "node:child_process";
+import { lstatSync } from "node:fs";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
@@ -9,7 +11,7 @@ import { exportCatalogue, refusedExportTarget } from "../../lib/transfer/export"
 import { headerLine, recordLine, type StoredRecord } from "../../lib/transfer/format";
 import type { Caller } from "../../lib/transfer/calls";
 import { checkFile, importFile } from "../../lib/transfer/import";
-import { NotUtf8Line, readLines } from "../../lib/transfer/lines";
+import { LongLine, MAX_LINE_BYTES, NotUtf8Line, readLines } from "../../lib/transfer/lines";
 import { Errors } from "moleculer";
 import { CatalogueError, storageFailure, texts } from "../../lib/catalogue/errors";
 
@@ -45,6 +47,12 @@ describe("FileCheck: an import file refused whole, naming its first bad line", (
 			2,
 			/'kind' must be one of category, author, game/,
 		],
+		...(["category", "author", "game"] as const).map((kind): [string, string[], number, RegExp] => [
+			`a kind in an array (${kind})`,
+			[header(1, 1, 1), JSON.stringify({ kind: [kind], id: C1, name: "Euro" })],
+			2,
+			/'kind' must be one of category, author, game/,
+		]),
 		["a category after the authors", [header(1, 1, 0), author(A1), category(C1)], 3, /a category after the authors/],
 		["an id the catalogue does not issue", [header(1, 0, 0), category("42")], 2, /'id' is not an id the catalogue issues/],
 		["a field too long", [header(1, 0, 0), category(C1, "x".repeat(101))], 2, /'name' field length must be less than or equal to 100/],
@@ -291,6 +299,14 @@ describe("U+2028 and U+2029: written escaped, read raw", () => {
 		expect(await linesOf(await fileOf(`${category(C1)}\n${long}\n${author(A1)}`))).toEqual([category(C1), long, author(A1)]);
 	});
 
+	test("readLines refuses a line longer than 1 MiB, naming it, also when its end comes in the chunk after the one that made it long", async () => {
+		const justOver = game(G1, C1, A1, { title: "x".repeat(MAX_LINE_BYTES + 20_000) });
+		for (const after of ["\n", `\n${author(A1)}\n`])
+			await expect(linesOf(await fileOf(`${category(C1)}\n${justOver}${after}`))).rejects.toEqual(new LongLine(2));
+		const under = game(G1, C1, A1, { title: "x".repeat(MAX_LINE_BYTES - 200) });
+		expect(await linesOf(await fileOf(`${category(C1)}\n${under}\n`))).toEqual([category(C1), under]);
+	});
+
 	test("readLines throws a read error rather than waiting for lines that never come", async () => {
 		await expect(linesOf(path.join(dir, "missing.jsonl"))).rejects.toThrow(/ENOENT/);
 	});
@@ -338,7 +354,7 @@ async function* toLines(lines: string[]) {
 }
 
 describe("the file an export is written to", () => {
-	test("is refused in the data folder (through a link too), when it is a SQLite database or a folder; any other file is taken", async () => {
+	test("is refused in the data folder (through a link too), when it is a SQLite database, a folder, a link, a device or a pipe; any other file is taken", async () => {
 		const root = await mkdtemp(path.join(tmpdir(), "catalogue-export-target-"));
 		try {
 			const data = path.join(root, "data");
@@ -358,6 +374,16 @@ describe("the file an export is written to", () => {
 				`The export's file ${database} is a SQLite database, not an export: give another file.`,
 			);
 			expect(refusedExportTarget(root, data)).toBe(`The export's file ${root} is a folder: give the name of a file.`);
+			// Renamed over, these would be replaced, not written through: /dev/null itself would become a file.
+			const pipe = path.join(root, "pipe");
+			execFileSync("mkfifo", [pipe]);
+			const link = path.join(root, "to-previous.jsonl");
+			await symlink(path.join(root, "previous.jsonl"), link);
+			for (const notAFile of [pipe, link, "/dev/null"])
+				expect(refusedExportTarget(notAFile, data)).toBe(
+					`The export's file ${notAFile} is not a file (a link, a device, a pipe or a socket), which the export would replace: give the name of a file, or - for the standard output.`,
+				);
+			expect(lstatSync("/dev/null").isCharacterDevice()).toBe(true);
 			const previous = path.join(root, "previous.jsonl");
 			await writeFile(previous, "an earlier export\n");
 			expect(refusedExportTarget(previous, data)).toBeUndefined();
