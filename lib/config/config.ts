@@ -127,6 +127,15 @@ function wholeNumber(name: string, value: string, min: number, max: number): num
 	return number;
 }
 
+/** BODY_LIMIT: a size as the gateway's body parser reads it, in bytes or in kb or mb, at most 64mb (a body is parsed whole in memory). */
+function bodyLimit(value: string): string {
+	const found = /^(\d{1,12})(b|kb|mb)?$/i.exec(value);
+	const bytes = found ? Number(found[1]) * 1024 ** ["b", "kb", "mb"].indexOf((found[2] ?? "b").toLowerCase()) : 0;
+	if (bytes < 1 || bytes > 64 * 1024 ** 2)
+		throw new ConfigError(`BODY_LIMIT must be a size from 1 byte to 64mb, in bytes or with kb or mb, such as 100kb; got "${value}"`);
+	return value;
+}
+
 /** The items of a comma-separated value, trimmed, without empty ones. */
 const commaList = (value: string | undefined) =>
 	(value ?? "")
@@ -305,7 +314,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		transporter: env.TRANSPORTER || null,
 		namespace: env.NAMESPACE ?? "",
 		logLevel: oneOf("LOGLEVEL", env.LOGLEVEL || "info", LOG_LEVELS),
-		bodyLimit: env.BODY_LIMIT || "100kb",
+		bodyLimit: bodyLimit(env.BODY_LIMIT || "100kb"),
 		services: serviceList(env.SERVICES),
 		mongoUri: mongoUri(env.MONGO_URI),
 		startTimeoutMs: wholeNumber("START_TIMEOUT", env.START_TIMEOUT || "30", 1, 3600) * 1000,

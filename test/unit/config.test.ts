@@ -112,6 +112,10 @@ describe("readConfig", () => {
 		expect(() => readConfig({ HEADERS_TIMEOUT: "never" })).toThrow('HEADERS_TIMEOUT must be a whole number from 1 to 300; got "never"');
 	});
 
+	test("BODY_LIMIT takes bytes, kb or mb, from 1 byte to 64mb, as the body parser reads them", () => {
+		for (const limit of ["1", "512b", "100KB", "64mb"]) expect(readConfig({ BODY_LIMIT: limit }).bodyLimit).toBe(limit);
+	});
+
 	test("RATE_LIMIT 0 is off, and CORS_ORIGINS may be *", () => {
 		expect(readConfig({ RATE_LIMIT: "0" }).rateLimit).toBeNull();
 		expect(readConfig({ RATE_LIMIT: "5" }).rateLimit).toEqual({ limit: 5, windowMs: 60_000 });
@@ -167,6 +171,10 @@ describe("readConfig", () => {
 		[{ TRUST_PROXY: "1,loopback" }, /TRUST_PROXY takes a number of hops alone, not in a list; got "1,loopback"/],
 		[{ TRUST_PROXY: "17" }, /TRUST_PROXY must be a whole number from 0 to 16; got "17"/],
 		[{ REDIS_URL: "cache:6379" }, /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
+		...["-5", "abc", "1zb", "0", "65mb", "1.5mb", "100 kb"].map((limit): [NodeJS.ProcessEnv, RegExp] => [
+			{ BODY_LIMIT: limit },
+			new RegExp(`^BODY_LIMIT must be a size from 1 byte to 64mb, in bytes or with kb or mb, such as 100kb; got "${limit}"$`),
+		]),
 		[{ CACHE_MAX_MB: "64MB" }, /CACHE_MAX_MB must be a whole number from 0 to 65536; got "64MB"/],
 		[{ CACHE_MAX_MB: "-1" }, /CACHE_MAX_MB/],
 		[{ API_TOKEN: "short" }, /API_TOKEN must be at least 16 printable ASCII characters/],
