@@ -23,6 +23,7 @@ import { signInGate, type SignedIn } from "../lib/sign-in/sign-in";
 import type { ProviderTiming } from "../lib/sign-in/provider-keys";
 import {
 	answerClientError,
+	answerConnect,
 	assignRequestId,
 	checkJsonBody,
 	conditionalOnlyForReads,
@@ -300,6 +301,10 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 				unlistedOrigins.note(req);
 			});
 			server.on("clientError", answerClientError);
+			server.on(
+				"connect",
+				answerConnect(() => (this as unknown as { aliases?: GatewayAlias[] }).aliases ?? []),
+			);
 			const refusals = (this.refusals = new RefusalLog(this.logger));
 			limitConnectionsPerClient(server, options.connections.perClient, isTrustedProxy(options.trustProxy), address =>
 				refusals.note(

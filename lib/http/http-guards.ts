@@ -5,10 +5,10 @@ import { Errors } from "moleculer";
 import helmet from "helmet";
 import ApiGateway from "moleculer-web";
 import { isUtf8 } from "node:buffer";
-import { NOT_UTF8, texts } from "../catalogue/errors";
+import { methodNotAllowed, NOT_UTF8, texts } from "../catalogue/errors";
 import { dropPrototypeKeys, isNestedDeeperThan } from "./json";
 import { answerBegun } from "./connections";
-import { isRead, isRouted } from "./methods";
+import { isRead, isRouted, literalSegments, methodsAt, type GatewayAlias } from "./methods";
 
 /**
  * The JSON body parser's `verify`: a body said to be UTF-8 (or saying nothing) whose bytes are not (Latin-1 names, say) is a 400,
@@ -196,9 +196,14 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
 			: err.code === "ERR_HTTP_REQUEST_TIMEOUT"
 				? [408, "Request Timeout", texts.requestTooSlow]
 				: [400, "Bad Request", texts.malformedRequest];
+	answerOnSocket(socket, status, reason, text);
+}
+
+/** An answer written on the socket itself, for a request node's server hands to no route; the connection closes after it. */
+function answerOnSocket(socket: Duplex, status: number, reason: string, text: string, more = ""): void {
 	const body = JSON.stringify({ msg: text });
 	socket.end(
-		`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+		`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n${more}` +
 			`Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
 	);
 }
@@ -214,4 +219,24 @@ export function carriesToken(authorization: string | undefined, token: string): 
 /** The token of an `Authorization: Bearer <token>` header (RFC 6750's one place for it); null for any other header. */
 export function bearerOf(authorization: string | undefined): string | null {
 	return /^Bearer +(\S+) *$/i.exec(authorization ?? "")?.[1] ?? null;
+}
+
+/**
+ * Answers a CONNECT, a proxy's method, which node's server gives to no route (without a listener it drops the connection): the 405
+ * of its path with `Allow`, or a 404 for a path no alias has.
+ */
+export function answerConnect(aliases: () => readonly GatewayAlias[]) {
+	return (req: IncomingMessage, socket: Duplex): void => {
+		const path = (req.url ?? "").split("?")[0].replace(/(.)\/+$/, "$1");
+		const allowed = path.startsWith("/") ? methodsAt(aliases(), literalSegments(path)) : [];
+		if (allowed.length === 0) answerOnSocket(socket, 404, "Not Found", texts.notFound);
+		else
+			answerOnSocket(
+				socket,
+				405,
+				"Method Not Allowed",
+				methodNotAllowed("CONNECT", allowed).message,
+				`Allow: ${allowed.join(", ")}\r\n`,
+			);
+	};
 }

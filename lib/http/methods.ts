@@ -45,7 +45,8 @@ export interface GatewayAlias {
 type RoutedRequest = IncomingMessage & { $service?: { aliases?: GatewayAlias[] }; parsedUrl?: string };
 
 /** The methods aliased at `path`, each once, in alphabetical order; none for a path no alias has. */
-const methodsAt = (aliases: readonly GatewayAlias[], path: string): string[] => methodsOf(aliases.filter(alias => alias.match(path)));
+export const methodsAt = (aliases: readonly GatewayAlias[], path: string): string[] =>
+	methodsOf(aliases.filter(alias => alias.match(path)));
 const methodsOf = (aliases: readonly GatewayAlias[]) => [...new Set(aliases.map(alias => alias.method))].sort();
 
 /** Whether the request's method is one its path answers: a request no alias takes goes on to the 404 or the 405. */

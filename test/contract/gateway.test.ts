@@ -1,6 +1,6 @@
 import { newId } from "../../lib/catalogue/ids";
 import { INTERNALS, startCatalogue, type Api, type Catalogue } from "../support/catalogue";
-import { rawRequest } from "../support/raw-http";
+import { rawExchange, rawRequest } from "../support/raw-http";
 
 let catalogue: Catalogue;
 let api: Api;
@@ -47,6 +47,18 @@ describe("the gateway", () => {
 		expectCleanFailure(answer, 405);
 		expect(answer.body).toEqual({ msg });
 		expect(answer.headers.get("allow")).toBe(allow);
+	});
+
+	test.each([
+		["/game", "405 Method Not Allowed", "This path does not answer CONNECT; it answers GET, HEAD, POST, PUT", "GET, HEAD, POST, PUT"],
+		["example.com:443", "404 Not Found", "Not found", undefined],
+	])("CONNECT %s, a proxy's method, is answered %s with a msg, not dropped", async (target, status, msg, allow) => {
+		const answer = await rawExchange(api.url, `CONNECT ${target} HTTP/1.1\r\nHost: catalogue\r\n\r\n`);
+		const [head, body] = answer.split("\r\n\r\n");
+		expect(head.split("\r\n")[0]).toBe(`HTTP/1.1 ${status}`);
+		expect(head).toContain("\r\nContent-Type: application/json; charset=utf-8\r\n");
+		expect(/\r\nAllow: ([^\r]*)/.exec(head)?.[1]).toBe(allow);
+		expect(JSON.parse(body)).toEqual({ msg });
 	});
 
 	describe("HEAD, on every path that answers GET", () => {

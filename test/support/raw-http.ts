@@ -1,4 +1,5 @@
 import { request, type IncomingHttpHeaders } from "node:http";
+import { connect } from "node:net";
 
 export interface RawAnswer {
 	status: number;
@@ -46,5 +47,18 @@ export function rawStart(
 		sent.on("timeout", () => sent.destroy(new Error(`no byte of ${url} within ${ms} ms`)));
 		sent.on("error", reject);
 		sent.end();
+	});
+}
+
+/** What the server at `url` answers to `text`, sent as it is on a connection of its own, up to its close; rejects after `ms`. */
+export function rawExchange(url: string, text: string, ms = 5000): Promise<string> {
+	const { hostname, port } = new URL(url);
+	return new Promise((resolve, reject) => {
+		const chunks: Buffer[] = [];
+		const socket = connect(Number(port), hostname, () => socket.end(text));
+		socket.setTimeout(ms, () => socket.destroy(new Error(`${url} did not close within ${ms} ms`)));
+		socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+		socket.on("close", () => resolve(Buffer.concat(chunks).toString()));
+		socket.on("error", reject);
 	});
 }
