@@ -164,13 +164,14 @@ export async function mongoPruneChanges(
 	keepUnpublished: boolean,
 ): Promise<number> {
 	const { last, published } = await positions(store);
-	const old = await feedOf(store, READ)
-		.find({ at: { $lt: Date.now() - maxAgeMs } })
-		.sort({ _id: -1 })
+	const young = await feedOf(store, READ)
+		.find({ at: { $gte: Date.now() - maxAgeMs } })
+		.sort({ _id: 1 })
 		.limit(1)
 		.toArray();
-	// By seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed.
-	let upTo = Math.max((old[0]?._id as number | undefined) ?? 0, last - maxChanges);
+	// By seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed. By age, up to the first change
+	// young enough to keep: one stamped by a clock set back goes after the younger ones before it, never with them.
+	let upTo = Math.max(young.length > 0 ? (young[0]._id as number) - 1 : last, last - maxChanges);
 	if (keepUnpublished) upTo = Math.min(upTo, published);
 	if (upTo <= 0) return 0;
 	return (await feedOf(store).deleteMany({ _id: { $lte: upTo } })).deletedCount ?? 0;

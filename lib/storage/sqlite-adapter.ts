@@ -406,10 +406,11 @@ export class SqliteAdapter {
 	 * published: how many. The oldest PRUNE_STEP changes at a time, with a turn of the event loop between.
 	 */
 	async pruneChanges({ maxAgeMs, maxChanges }: { maxAgeMs: number; maxChanges: number }, keepUnpublished = false): Promise<number> {
-		// Up to a seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed. Each step reads the times of
-		// the oldest changes only, not of the whole feed.
+		// Up to a seq, never by `at` alone: a clock set back would leave a hole in the middle of the feed. By age, up to the first
+		// change young enough to keep, so a change stamped by a clock set back is dropped after the younger ones before it, never with
+		// them. Each step reads the times of the oldest changes only, not of the whole feed.
 		const oldest = `WITH oldest AS (SELECT seq, at FROM ${this.feed} ORDER BY seq LIMIT ${PRUNE_STEP})`;
-		const byAge = `coalesce((SELECT max(seq) FROM oldest WHERE at < ?), 0)`;
+		const byAge = `coalesce((SELECT min(seq) FROM oldest WHERE at >= ?) - 1, (SELECT max(seq) FROM oldest), 0)`;
 		const byCount = `coalesce((SELECT seq FROM sqlite_sequence WHERE name = '${this.feed}') - ?, 0)`;
 		const bounds = [
 			`max(${byAge}, ${byCount})`,

@@ -71,7 +71,7 @@ const isOperator = (condition: unknown): condition is Doc =>
 	condition !== null && typeof condition === "object" && Object.keys(condition).some(key => key.startsWith("$"));
 
 /**
- * Equality, `$in`, `$regex`, `$exists`, `$lt`, `$gt`, `$lte`, `$ne` and `$or`, on dotted paths: the only conditions the
+ * Equality, `$in`, `$regex`, `$exists`, `$lt`, `$gt`, `$lte`, `$gte`, `$ne` and `$or`, on dotted paths: the only conditions the
  * catalogue sends. Anything else throws.
  */
 function matches(doc: Doc, query: Doc = {}): boolean {
@@ -86,6 +86,7 @@ function matches(doc: Doc, query: Doc = {}): boolean {
 			if (operator === "$lt") return value !== undefined && (value as number) < (argument as number);
 			if (operator === "$gt") return value !== undefined && (value as number) > (argument as number);
 			if (operator === "$lte") return value !== undefined && (value as number) <= (argument as number);
+			if (operator === "$gte") return value !== undefined && (value as number) >= (argument as number);
 			if (operator === "$ne") return !isEqual(value, argument);
 			throw new Error(`the recording collection does not understand ${operator}`);
 		});
@@ -649,6 +650,19 @@ describe("queries the services send to MongoDB (recording collections, no server
 		expect(await mongoPruneChanges(store, { maxAgeMs: 60_000, maxChanges: 0 }, true)).toBe(3);
 		expect(collection("categories_changes").docs.map(doc => doc._id)).toEqual([4]);
 		expect(await mongoChangesAfter(store, 0, 10)).toMatchObject({ first: 4, last: 4 });
+	});
+
+	test("pruning by age stops at the first change young enough to keep: one stamped by a clock set back waits for those before it", async () => {
+		for (let index = 0; index < 4; index++) await api.category(`Stamped ${index}`);
+		const store = (broker.getLocalService("categories") as unknown as { adapter: MongoStore }).adapter;
+		const stamp = (seq: number, at: number) => (collection("categories_changes").docs.find(doc => doc._id === seq)!.at = at);
+		[1, 2, 4].forEach(seq => stamp(seq, 0));
+		stamp(3, Date.now() + 1_000_000);
+		expect(await mongoPruneChanges(store, { maxAgeMs: 1, maxChanges: 100 }, false)).toBe(2);
+		expect(collection("categories_changes").docs.map(doc => doc._id)).toEqual([3, 4]);
+		stamp(3, 0);
+		expect(await mongoPruneChanges(store, { maxAgeMs: 1, maxChanges: 100 }, false)).toBe(2);
+		expect(collection("categories_changes").docs).toEqual([]);
 	});
 
 	test("the feed and its marks are read at read concern majority: a change a failover rolls back is never handed out", async () => {
