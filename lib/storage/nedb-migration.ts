@@ -75,10 +75,18 @@ export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: s
 	const migratedOn = () => db.prepare("SELECT value FROM catalogue_meta WHERE key = ?").get(key) as { value: string } | undefined;
 	let migrated = migratedOn();
 	const kind = KINDS.find(({ service }) => service === collection);
-	const { records, tornTail } = migrated
-		? { records: new Map<string, Doc>(), tornTail: false }
-		: readNeDbFile(file, kind && storedTypes(kind));
+	let read: ReturnType<typeof readNeDbFile>;
+	try {
+		read = migrated ? { records: new Map<string, Doc>(), tornTail: false } : readNeDbFile(file, kind && storedTypes(kind));
+	} catch (err) {
+		// Moved aside since it was looked for: a replica starting at once on this folder migrated it.
+		if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+		throw err;
+	}
+	const { records, tornTail } = read;
 	// Synced at its commit (NORMAL syncs at checkpoints): after a power cut the file is never found moved aside, its records lost.
+	// Then as it was: FULL already when the checkpoint thread failed (sqlite-database.ts).
+	const { synchronous } = db.prepare("PRAGMA synchronous").get() as { synchronous: number };
 	db.exec("PRAGMA synchronous = FULL");
 	try {
 		// Asked again inside the transaction: replicas starting at once on one folder migrate it once.
@@ -89,7 +97,7 @@ export function migrateNeDbFile(db: DatabaseSync, dataDir: string, collection: s
 			db.prepare("INSERT INTO catalogue_meta VALUES (?, ?)").run(key, new Date().toISOString());
 		});
 	} finally {
-		db.exec("PRAGMA synchronous = NORMAL");
+		db.exec(`PRAGMA synchronous = ${synchronous}`);
 	}
 	if (migrated) logger?.warn(`${file} after its migration on ${migrated.value}: moved aside unread.`);
 	else {

@@ -1,7 +1,7 @@
 import fs, { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { DatabaseSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
 import escapeRegExp from "lodash/escapeRegExp";
 import type { Logger } from "moleculer";
 import { migrateNeDbFile, readNeDbFile } from "../../lib/storage/nedb-migration";
@@ -126,6 +126,14 @@ describe("migrating the previous release's NeDB files", () => {
 		});
 		expect(levels).toEqual(new Set([2]));
 		expect((database.writer.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(1);
+	});
+
+	test("a store syncing every commit already (its checkpoint thread failed) keeps doing so after a migration", () => {
+		const database = start(earlierDataDir(), quietLogger(), (put, collection, writer) => {
+			if (collection === COLLECTIONS[0]) writer.exec("PRAGMA synchronous = FULL");
+			return put;
+		});
+		expect((database.writer.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
 	});
 
 	test("line and paragraph separators, quotes, accents and emoji come through exactly", () => {
@@ -296,6 +304,30 @@ describe("replicas starting at once on one folder", () => {
 		}
 		expect(topLevelFiles(dataDir)).toEqual([]);
 		expect(readdirSync(aside).sort()).toEqual(FILES.map(name => `${name}.other`));
+	});
+
+	test("a file another replica migrated and moved aside between this one's look and its read does not stop this one's start", () => {
+		const dataDir = earlierDataDir();
+		// The other replica migrates the first file just before this one reads it.
+		const read = jest.spyOn(fs, "readFileSync").mockImplementationOnce(((file: string, options?: unknown) => {
+			read.mockRestore();
+			const other = new DatabaseSync(path.join(dataDir, "catalogue.sqlite"));
+			try {
+				const insert = other.prepare(`INSERT INTO ${COLLECTIONS[0]} (_id, doc) VALUES (?, ?)`);
+				const put: Put = ({ _id, ...doc }) => insert.run(String(_id), JSON.stringify(doc));
+				migrateNeDbFile(other, dataDir, COLLECTIONS[0], put);
+			} finally {
+				other.close();
+			}
+			return fs.readFileSync(file, options as BufferEncoding);
+		}) as typeof fs.readFileSync);
+		try {
+			const { writer } = start(dataDir);
+			for (const collection of COLLECTIONS) expect(stored(writer, collection)).toEqual(byId(expected[collection]));
+		} finally {
+			read.mockRestore();
+		}
+		expect(topLevelFiles(dataDir)).toEqual([]);
 	});
 });
 
