@@ -36,7 +36,8 @@ const schema: Partial<CatalogueSchema<Row, ImportedGamesMethods>> = {
 					author: uniq(records.map(game => game.author as string)),
 				});
 				const byId = new Map(records.map(record => [record.id, record]));
-				const published = { query: mine, update: { $unset: { draft: true, importing: true } } };
+				// All of them or none: drafts of the batch that outlived their lease may have been removed by another import meanwhile.
+				const published = { query: mine, update: { $unset: { draft: true, importing: true } }, whole: ids.length };
 				shown = await this.recorded(ctx, "created", published, id => byId.get(id)!);
 				if (shown < ids.length) throw new Error(`${ids.length - shown} imported draft games outlived their lease`);
 			} catch (err) {

@@ -10,8 +10,14 @@ import { migrateNeDbFile } from "./nedb-migration";
 type Doc = Record<string, unknown>;
 type Row = { _id: string; doc: string };
 
-/** A write whose every record gets a change in the feed (`recordedWrite`): records inserted, or those of `query` updated or removed. */
-export type RecordedWrite = { insert: Doc[] } | { query: Doc; update: Doc } | { query: Doc; remove: true };
+/**
+ * A write whose every record gets a change in the feed (`recordedWrite`): records inserted, or those of `query` updated or removed;
+ * with `whole`, only if `query` matches exactly that many records, else none (an import's batch, stored whole or not at all).
+ */
+export type RecordedWrite = { insert: Doc[] } | { query: Doc; update: Doc; whole?: number } | { query: Doc; remove: true };
+
+/** Thrown inside a recorded write's transaction when its query does not match its `whole` count: nothing of it is kept. */
+export class NotWhole extends Error {}
 
 /** A change as the feed keeps it: what `recordedWrite` was given, and its place in the feed. */
 export type Recorded = Doc & { seq: number };
@@ -351,7 +357,7 @@ export class SqliteAdapter {
 	 */
 	recordedWrite(write: RecordedWrite, changeOf: ((id: string) => Doc) | null): Promise<{ written: number; changes: Recorded[] }> {
 		const { collection } = this.options;
-		return this.transaction(db => {
+		const written = this.transaction(db => {
 			let ids: string[];
 			if ("insert" in write) {
 				const insert = db.prepare(`INSERT INTO ${this.inserted}`);
@@ -363,6 +369,7 @@ export class SqliteAdapter {
 				const statement = db.prepare(`${change.sql} WHERE ${condition.sql} RETURNING _id`);
 				// In id order, as MongoDB finds them (lib/storage/mongo-feed.ts): the feed numbers them alike in both stores.
 				ids = (statement.all(...change.values, ...condition.values) as { _id: string }[]).map(row => row._id).sort();
+				if ("whole" in write && write.whole !== undefined && ids.length !== write.whole) throw new NotWhole();
 			}
 			if (!changeOf) return { written: ids.length, changes: [] };
 			const append = db.prepare(`INSERT INTO ${this.feed} (at, change) VALUES (?, ?) RETURNING seq`);
@@ -373,6 +380,7 @@ export class SqliteAdapter {
 			});
 			return { written: ids.length, changes };
 		});
+		return written.catch((err: Error) => (err instanceof NotWhole ? { written: 0, changes: [] } : Promise.reject(err)));
 	}
 
 	/** Up to `limit` changes after `after`, in feed order, and the feed's bounds read in the same snapshot. */

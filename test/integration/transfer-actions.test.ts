@@ -173,6 +173,32 @@ describe("imported games' drafts", () => {
 		expect(await games.findOne({ _id: inFlight })).toMatchObject({ title: "Left", importing: "another" });
 	});
 
+	test("a batch whose drafts another import took over past the lease is published whole or not at all: none of it, no change", async () => {
+		const { category, author } = await categoryAndAuthor();
+		const games = localService<Store & { checkReferences(...args: unknown[]): Promise<void> }>(catalogue, "games");
+		const { last } = await call<{ last: number }>("games.changes", { after: 0, limit: 1 });
+		const records = [newId(), newId(), newId()].map(id => ({ id, title: `Whole ${id}`, age: 4, category, author }));
+		// While this batch's references are checked (as long as a stalled node takes), another import removes one of its drafts as
+		// past the lease and stores its own.
+		const check = games.checkReferences;
+		games.checkReferences = async (...args: unknown[]) => {
+			await games.adapter.removeMany({ _id: records[1].id });
+			await games.adapter.insert({ ...records[1], _id: records[1].id, id: undefined, draft: Date.now(), importing: "another" });
+			return check.apply(games, args);
+		};
+		try {
+			await expect(call("games.importRecords", { records })).rejects.toThrow(/outlived their lease/);
+		} finally {
+			games.checkReferences = check;
+		}
+		expect(await call("games.exportPage", { ids: records.map(record => record.id) })).toEqual([]);
+		expect((await call<{ changes: unknown[] }>("games.changes", { after: last })).changes).toEqual([]);
+		// The other import's draft is untouched; this batch's own are gone.
+		expect(await games.adapter.find({ query: { _id: { $in: records.map(record => record.id) } } })).toEqual([
+			expect.objectContaining({ _id: records[1].id, importing: "another" }),
+		]);
+	});
+
 	test("two imports of the same games at once: each game stored once, published, with its references", async () => {
 		const { category, author } = await categoryAndAuthor();
 		const records = Array.from({ length: 40 }, (_, i) => ({ id: newId(), title: `Race ${i}`, age: 5, category, author }));

@@ -10,7 +10,7 @@ import { texts } from "../../lib/catalogue/errors";
 import { newId } from "../../lib/catalogue/ids";
 import { ID_SHAPE } from "../../lib/catalogue/params";
 import brokerOptions from "../../moleculer.config";
-import { createAdapter } from "../../lib/storage/adapter";
+import { createAdapter, recordedWrite } from "../../lib/storage/adapter";
 import { describeStorage } from "../../lib/storage/location";
 import { SqliteAdapter } from "../../lib/storage/sqlite-adapter";
 import {
@@ -635,6 +635,18 @@ describe("queries the services send to MongoDB (recording collections, no server
 		const write = { query: { _id: { $in: ["order-b", "order-c", "order-a"] } }, update: { $set: { name: "renamed" } } };
 		const { changes } = await recordedMongoWrite(store, write, id => ({ record: { id } }));
 		expect(changes.map(change => (change.record as { id: string }).id)).toEqual(["order-a", "order-b", "order-c"]);
+	});
+
+	test("a write that must be whole (an import's batch) writes and numbers nothing when its query matches fewer, feed or not", async () => {
+		const store = (broker.getLocalService("categories") as unknown as { adapter: MongoStore }).adapter;
+		await store.collection.insertMany(["whole-a", "whole-b"].map(_id => ({ _id, name: _id })));
+		for (const name of collections.keys()) collection(name).take();
+		const write = { query: { _id: { $in: ["whole-a", "whole-b", "whole-c"] } }, update: { $set: { name: "renamed" } }, whole: 3 };
+		expect(await recordedMongoWrite(store, write, id => ({ record: { id } }))).toEqual({ written: 0, changes: [] });
+		expect(await recordedWrite(store, write, null)).toEqual({ written: 0, changes: [] });
+		expect(collection("categories").take("updateMany")).toEqual([]);
+		expect(collection("categories_changes").take("insertMany")).toEqual([]);
+		expect(await recordedWrite(store, { ...write, whole: 2 }, null)).toEqual({ written: 2, changes: [] });
 	});
 
 	test("the outbox: changes after the published mark, which never moves back; pruning keeps what is not published", async () => {
