@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { isIPv4 } from "node:net";
 import path from "node:path";
 import proxyaddr from "proxy-addr";
 import { SERVICE_NAMES, type ServiceName } from "../catalogue/services";
@@ -121,8 +122,9 @@ function oneOf<T extends string>(name: string, value: string, allowed: readonly 
 }
 
 function wholeNumber(name: string, value: string, min: number, max: number): number {
-	const number = Number(value);
-	if (value.trim() === "" || !Number.isInteger(number) || number < min || number > max)
+	// Digits only: Number() also reads 0x12a5, 1e3 and 5.0.
+	const number = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
+	if (!Number.isInteger(number) || number < min || number > max)
 		throw new ConfigError(`${name} must be a whole number from ${min} to ${max}; got "${value}"`);
 	return number;
 }
@@ -146,7 +148,23 @@ const commaList = (value: string | undefined) =>
 function serviceList(value: string | undefined): ServiceName[] {
 	const names = commaList(value);
 	if (names.length === 0) return [...SERVICE_NAMES];
+	// moleculer-runner would read an empty item as the whole services folder: every service.
+	if (names.length !== value!.split(",").length)
+		throw new ConfigError(`SERVICES lists an empty name: give names separated by single commas, such as api,games; got "${value}"`);
 	return names.map(name => oneOf("SERVICES", name, SERVICE_NAMES));
+}
+
+/**
+ * NAMESPACE is part of every NATS subject of the cluster (a dot or a space would split it, and the broker's access rules match one
+ * token), and moleculer-runner reads a value that looks like a number or true/false as one: a name, then.
+ */
+function namespace(value: string | undefined): string {
+	if (!value) return "";
+	if (!/^[A-Za-z][A-Za-z0-9_-]{0,63}$/.test(value) || /^(true|false)$/i.test(value))
+		throw new ConfigError(
+			`NAMESPACE must be a name of letters, digits, - and _ that starts with a letter, such as catalogue-eu; got "${value}"`,
+		);
+	return value;
 }
 
 function mongoUri(value: string | undefined): string | null {
@@ -214,7 +232,8 @@ function connections(env: NodeJS.ProcessEnv): ConnectionBounds {
 	return {
 		total: wholeNumber("MAX_CONNECTIONS", env.MAX_CONNECTIONS || String(fallback), 1, 1_000_000),
 		perClient: wholeNumber("MAX_CONNECTIONS_PER_CLIENT", env.MAX_CONNECTIONS_PER_CLIENT || "256", 1, 1_000_000),
-		headersTimeoutMs: wholeNumber("HEADERS_TIMEOUT", env.HEADERS_TIMEOUT || "5", 1, 300) * 1000,
+		// Within the whole request's 30 s (REQUEST_ARRIVAL_MS in services/api.service.ts), as Node's server requires.
+		headersTimeoutMs: wholeNumber("HEADERS_TIMEOUT", env.HEADERS_TIMEOUT || "5", 1, 30) * 1000,
 		keepAliveTimeoutMs: wholeNumber("KEEP_ALIVE_TIMEOUT", env.KEEP_ALIVE_TIMEOUT || "5", 1, 300) * 1000,
 	};
 }
@@ -238,7 +257,7 @@ const HTTP_URL = /^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/;
 function remoteHttp(url: string): boolean {
 	if (!url.startsWith("http://")) return false;
 	const host = new URL(url).hostname;
-	return host !== "localhost" && host !== "[::1]" && !/^127\./.test(host);
+	return host !== "localhost" && host !== "[::1]" && !(isIPv4(host) && host.startsWith("127."));
 }
 
 /**
@@ -253,9 +272,10 @@ function signIn(env: NodeJS.ProcessEnv, production: boolean): SignIn | null {
 		if (stray) throw new ConfigError(`${stray} is only read with AUTH_ISSUER, the identity provider's issuer URL`);
 		return null;
 	}
-	if (!HTTP_URL.test(issuer))
+	if (!HTTP_URL.test(issuer) || !URL.canParse(issuer))
 		throw new ConfigError(`AUTH_ISSUER must be the issuer's URL, such as https://id.example.com/realms/games; got "${issuer}"`);
-	if (jwksUrl && !HTTP_URL.test(jwksUrl)) throw new ConfigError(`AUTH_JWKS_URL must be an http(s) URL; got "${jwksUrl}"`);
+	if (jwksUrl && (!HTTP_URL.test(jwksUrl) || !URL.canParse(jwksUrl)))
+		throw new ConfigError(`AUTH_JWKS_URL must be an http(s) URL; got "${jwksUrl}"`);
 	const plain =
 		production && [["AUTH_ISSUER", issuer] as const, ["AUTH_JWKS_URL", jwksUrl ?? ""] as const].find(([, url]) => remoteHttp(url));
 	if (plain)
@@ -307,12 +327,12 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 	const requestTimeoutMs = wholeNumber("REQUEST_TIMEOUT", env.REQUEST_TIMEOUT || "10", 1, 3600) * 1000;
 	const production = env.NODE_ENV === "production";
 	const format = logFormat(env.LOG_FORMAT, production);
-	return {
+	return distinctPorts({
 		port: wholeNumber("PORT", env.PORT ?? "3000", 0, 65535),
 		dataDir: path.resolve(env.DATA_DIR || "data"),
 		storage: oneOf("STORAGE", env.STORAGE || "file", ["file", "memory"] as const),
 		transporter: env.TRANSPORTER || null,
-		namespace: env.NAMESPACE ?? "",
+		namespace: namespace(env.NAMESPACE),
 		logLevel: oneOf("LOGLEVEL", env.LOGLEVEL || "info", LOG_LEVELS),
 		bodyLimit: bodyLimit(env.BODY_LIMIT || "100kb"),
 		services: serviceList(env.SERVICES),
@@ -336,7 +356,21 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CatalogueConfi
 		changeFeed: oneOf("CHANGE_FEED", env.CHANGE_FEED || "on", ["on", "off"] as const) === "on",
 		feedReplicas: wholeNumber("CHANGE_FEED_REPLICAS", env.CHANGE_FEED_REPLICAS || "1", 1, 5),
 		natsAccess: oneOf("NATS_ACCESS", env.NATS_ACCESS || "off", ["on", "off"] as const) === "on",
-	};
+	});
+}
+
+/** `read`, whose ports each listen on their own: one given twice would be refused at start as "in use", by the node itself. */
+function distinctPorts(read: CatalogueConfig): CatalogueConfig {
+	const ports = [
+		["PORT", read.services.includes("api") && read.port !== 0 ? read.port : null],
+		["HEALTH_PORT", read.healthPort],
+		["METRICS_PORT", read.metricsPort],
+	] as const;
+	for (const [index, [name, port]] of ports.entries()) {
+		const same = ports.slice(index + 1).find(([, other]) => port !== null && other === port);
+		if (same) throw new ConfigError(`${name} and ${same[0]} are both ${port}: give each its own port`);
+	}
+	return read;
 }
 
 export const config: CatalogueConfig = readConfig();

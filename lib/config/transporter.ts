@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Transporters, type BrokerOptions, type ServiceBroker } from "moleculer";
 import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NatsConnection } from "nats";
 import { inboxPrefix } from "./broker-access";
+import { hideCredentials } from "./uris";
 import { ConfigError } from "./config";
 
 /**
@@ -64,15 +65,22 @@ export function natsOptions(transporter: string, files: NatsFiles): NatsOptions 
 	const options: NatsOptions = { servers: [] };
 	let tls = false;
 	for (const text of urls) {
+		const refused = (why = "") =>
+			new ConfigError(
+				`TRANSPORTER must be a NATS URL, such as nats://user:password@nats:4222, or several separated by commas${why}; got "${hideCredentials(transporter)}"`,
+			);
 		let url: URL;
+		let user: string;
+		let password: string;
 		try {
 			url = new URL(text);
+			user = decodeURIComponent(url.username);
+			password = decodeURIComponent(url.password);
 		} catch {
-			throw new ConfigError("TRANSPORTER must be a NATS URL, such as nats://user:password@nats:4222, or several separated by commas");
+			throw refused(" (a user or password percent-encoded: a % is written %25)");
 		}
+		if (url.protocol !== "nats:" && url.protocol !== "tls:") throw refused();
 		tls ||= url.protocol === "tls:";
-		const user = decodeURIComponent(url.username);
-		const password = decodeURIComponent(url.password);
 		if (password) Object.assign(options, { user, pass: password });
 		else if (user) options.token = user;
 		options.servers.push(url.host);

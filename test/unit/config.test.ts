@@ -109,7 +109,16 @@ describe("readConfig", () => {
 		expect(() => readConfig({ MAX_CONNECTIONS_PER_CLIENT: "0" })).toThrow(
 			'MAX_CONNECTIONS_PER_CLIENT must be a whole number from 1 to 1000000; got "0"',
 		);
-		expect(() => readConfig({ HEADERS_TIMEOUT: "never" })).toThrow('HEADERS_TIMEOUT must be a whole number from 1 to 300; got "never"');
+		expect(() => readConfig({ HEADERS_TIMEOUT: "never" })).toThrow('HEADERS_TIMEOUT must be a whole number from 1 to 30; got "never"');
+	});
+
+	test("a node without the gateway may give its health port the number PORT would have; the machine's own issuer over http is taken", () => {
+		expect(readConfig({ SERVICES: "games", PORT: "4000", HEALTH_PORT: "4000" }).healthPort).toBe(4000);
+		const local = { NODE_ENV: "production", AUTH_AUDIENCE: "catalogue" };
+		expect(readConfig({ ...local, AUTH_ISSUER: "http://127.0.0.1:8080/realms/games" }).signIn?.issuer).toBe(
+			"http://127.0.0.1:8080/realms/games",
+		);
+		expect(readConfig({ NAMESPACE: "catalogue-eu_2" }).namespace).toBe("catalogue-eu_2");
 	});
 
 	test("BODY_LIMIT takes bytes, kb or mb, from 1 byte to 64mb, as the body parser reads them", () => {
@@ -176,6 +185,39 @@ describe("readConfig", () => {
 			new RegExp(`^BODY_LIMIT must be a size from 1 byte to 64mb, in bytes or with kb or mb, such as 100kb; got "${limit}"$`),
 		]),
 		[{ CACHE_MAX_MB: "64MB" }, /CACHE_MAX_MB must be a whole number from 0 to 65536; got "64MB"/],
+		// Number() reads these as numbers: a port of 0x12a5 listened on 4773.
+		...["0x12a5", "1e3", "4000.0", " 4000", "+4000"].map((port): [NodeJS.ProcessEnv, RegExp] => [
+			{ PORT: port },
+			new RegExp(`^PORT must be a whole number from 0 to 65535; got "${port.replace("+", "\\+")}"$`),
+		]),
+		// Node refuses a headers timeout over the whole request's 30 s: a crash at start.
+		[{ HEADERS_TIMEOUT: "31" }, /^HEADERS_TIMEOUT must be a whole number from 1 to 30; got "31"$/],
+		// moleculer-runner reads an empty item as the whole services folder.
+		...["games,", "api,,games", ",games"].map((services): [NodeJS.ProcessEnv, RegExp] => [
+			{ SERVICES: services },
+			new RegExp(`^SERVICES lists an empty name: give names separated by single commas, such as api,games; got "${services}"$`),
+		]),
+		// A dot or a space splits NATS subjects; the runner reads 007 as 7, false as a boolean.
+		...["prod.eu", "a b", "007", "false", "TRUE", "a*", "x".repeat(65)].map((namespace): [NodeJS.ProcessEnv, RegExp] => [
+			{ NAMESPACE: namespace },
+			new RegExp(
+				`^NAMESPACE must be a name of letters, digits, - and _ that starts with a letter, such as catalogue-eu; got "${namespace.replace("*", "\\*")}"$`,
+			),
+		]),
+		[{ PORT: "4000", HEALTH_PORT: "4000" }, /^PORT and HEALTH_PORT are both 4000: give each its own port$/],
+		[
+			{ HEALTH_PORT: "4001", METRICS_PORT: "4001", SERVICES: "games" },
+			/^HEALTH_PORT and METRICS_PORT are both 4001: give each its own port$/,
+		],
+		[
+			{ NODE_ENV: "production", AUTH_ISSUER: "http://id.example.com:99999/realms/games", AUTH_AUDIENCE: "catalogue" },
+			/^AUTH_ISSUER must be the issuer's URL/,
+		],
+		// A host name that begins like this machine's address is not this machine.
+		[
+			{ NODE_ENV: "production", AUTH_ISSUER: "http://127.0.0.1.example.com/realms/games", AUTH_AUDIENCE: "catalogue" },
+			/^AUTH_ISSUER must be an https URL when NODE_ENV=production/,
+		],
 		[{ CACHE_MAX_MB: "-1" }, /CACHE_MAX_MB/],
 		[{ API_TOKEN: "short" }, /API_TOKEN must be at least 16 printable ASCII characters/],
 		[{ API_TOKEN: "a token with spaces in it" }, /API_TOKEN/],

@@ -64,6 +64,13 @@ describe("natsOptions", () => {
 
 	test("TRANSPORTER that is not a URL is refused with what it must be", () => {
 		expect(() => natsOptions("nats", {})).toThrow(/TRANSPORTER must be a NATS URL/);
+		// Another scheme, and a password whose % is not an escape (a stack trace from decodeURIComponent before): one line each.
+		expect(() => natsOptions("redis://cache:6379", {})).toThrow(
+			'TRANSPORTER must be a NATS URL, such as nats://user:password@nats:4222, or several separated by commas; got "redis://cache:6379"',
+		);
+		expect(() => natsOptions("nats://cat:50%off@nats:4222", {})).toThrow(
+			'TRANSPORTER must be a NATS URL, such as nats://user:password@nats:4222, or several separated by commas (a user or password percent-encoded: a % is written %25); got "nats://cat:***@nats:4222"',
+		);
 	});
 });
 
