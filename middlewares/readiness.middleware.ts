@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { Middleware, ServiceBroker } from "moleculer";
 import type { NatsConnection } from "nats";
-import { portInUse } from "../lib/config/start-failures";
+import { portRefused } from "../lib/config/start-failures";
 import { texts } from "../lib/catalogue/errors";
 import { within } from "../lib/async/within";
 import { needs } from "../lib/catalogue/services";
@@ -93,8 +93,8 @@ export function readinessProbe(port: number): Middleware {
 			});
 			return new Promise<void>((resolve, reject) => {
 				server!.once("error", (err: NodeJS.ErrnoException) => {
-					if (err.code !== "EADDRINUSE") return reject(err);
-					broker.logger.fatal(portInUse("HEALTH_PORT", port));
+					if (err.syscall !== "listen") return reject(err);
+					broker.logger.fatal(portRefused("HEALTH_PORT", port, err));
 					process.exit(1);
 				});
 				server!.listen(port, () => resolve());

@@ -15,7 +15,7 @@ import { toFailure } from "../lib/http/failures";
 import { literalSegments, unrouted, withHead, type GatewayAlias } from "../lib/http/methods";
 import { UnlistedOrigins } from "../lib/http/origins";
 import { texts } from "../lib/catalogue/errors";
-import { portInUse } from "../lib/config/start-failures";
+import { portRefused } from "../lib/config/start-failures";
 import type { HealthPath } from "../lib/http/health";
 import { openApiDocument } from "../lib/http/openapi";
 import { brokerHealth } from "../middlewares/readiness.middleware";
@@ -289,8 +289,8 @@ export function apiService(options: GatewayOptions = config): ServiceSchema<ApiS
 			const server = this.server as Server;
 			// Before moleculer-web's own listener, which logs the error with its stack: one line naming PORT, and exit code 1.
 			server.prependListener("error", (err: NodeJS.ErrnoException) => {
-				if (err.code !== "EADDRINUSE") return;
-				this.logger.fatal(portInUse("PORT", options.port));
+				if (err.syscall !== "listen") return;
+				this.logger.fatal(portRefused("PORT", options.port, err));
 				process.exit(1);
 			});
 			const unlistedOrigins = new UnlistedOrigins(this.logger, options.corsOrigins);

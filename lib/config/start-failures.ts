@@ -6,9 +6,14 @@
 /** A ConfigError's text, said before the logger exists. */
 export const badSetting = (message: string) => `${message}. Correct it in the environment or in .env, then start again.`;
 
-/** `variable`: PORT, HEALTH_PORT or METRICS_PORT. */
-export const portInUse = (variable: string, port: number) =>
-	`${variable} ${port} is already in use by another process: stop that process, or set ${variable} to a free port.`;
+/** Why `variable` (PORT, HEALTH_PORT or METRICS_PORT) could not be listened on, from the listen's `err`. */
+export function portRefused(variable: string, port: number, err: NodeJS.ErrnoException): string {
+	if (err.code === "EADDRINUSE")
+		return `${variable} ${port} is already in use by another process: stop that process, or set ${variable} to a free port.`;
+	if (err.code === "EACCES")
+		return `${variable} ${port} may not be opened by this user (ports below 1024 need privileges): set ${variable} to 1024 or above.`;
+	return `${variable} ${port} cannot be listened on (${err.code ?? err.message}): set ${variable} to another port.`;
+}
 
 export const transporterUnreachable = (url: string, seconds: number) =>
 	`Could not connect to the transporter at ${url} within ${seconds} s; giving up. Start NATS there, or correct TRANSPORTER.`;

@@ -11,20 +11,20 @@ import {
 	type TracerOptions,
 } from "moleculer";
 import type { CatalogueConfig } from "../config/config";
-import { portInUse } from "../config/start-failures";
+import { portRefused } from "../config/start-failures";
 import { isSecretName } from "../http/access-log";
 
 /** Where Prometheus scrapes a node: METRICS_PORT, this path. */
 const METRICS_PATH = "/metrics";
 
-/** moleculer's Prometheus reporter, whose port in use would crash the process unhandled: one line naming METRICS_PORT instead. */
+/** moleculer's Prometheus reporter, whose port refused would crash the process unhandled: one line naming METRICS_PORT instead. */
 class PrometheusReporter extends MetricReporters.Prometheus {
 	override init(registry: MetricRegistry): void {
 		super.init(registry);
 		const { server, opts } = this as unknown as { server: Server; opts: { port: number } };
 		server.on("error", (err: NodeJS.ErrnoException) => {
-			if (err.code !== "EADDRINUSE") throw err;
-			registry.logger.fatal(portInUse("METRICS_PORT", opts.port));
+			if (err.syscall !== "listen") throw err;
+			registry.logger.fatal(portRefused("METRICS_PORT", opts.port, err));
 			process.exit(1);
 		});
 	}
