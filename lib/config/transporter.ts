@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Transporters, type BrokerOptions, type ServiceBroker } from "moleculer";
 import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NatsConnection } from "nats";
-import { inboxPrefix } from "./broker-access";
+import { inboxPrefix, NODE_KINDS } from "./broker-access";
 import { hideCredentials } from "./uris";
 import { ConfigError } from "./config";
 
@@ -153,8 +153,10 @@ Transporters.register(GAPLESS_NATS, GaplessNats as unknown as Parameters<typeof 
  * come under its kind's prefix (docs/security.md, "The broker").
  */
 export function natsTransporter(transporter: string, kind: string | null): NonNullable<BrokerOptions["transporter"]> {
+	const nats = natsOptions(transporter, natsFiles());
+	if (kind !== null) userOfKind(kind, nats.user);
 	const options: NatsOptions & { inboxPrefix?: string; noAsyncTraces: boolean } = {
-		...natsOptions(transporter, natsFiles()),
+		...nats,
 		...(kind && { inboxPrefix: inboxPrefix(kind) }),
 		// Otherwise nats.js makes a stack trace for every request and JetStream publish, in case it fails: one per change of the
 		// feed. The relay reports a failed publish by its message (mixins/change-relay.mixin.ts), which the trace does not change.
@@ -162,6 +164,20 @@ export function natsTransporter(transporter: string, kind: string | null): NonNu
 	};
 	// moleculer's types name only its own transporters; `register` above made this name one of them.
 	return { type: GAPLESS_NATS, options } as unknown as NonNullable<BrokerOptions["transporter"]>;
+}
+
+/**
+ * With NATS_ACCESS=on a node logs in as the NATS user of its kind, which may do only what that kind does: a node of no kind (several
+ * services) or logged in as another would have its subscriptions refused by the server, one by one, while it says it is ready.
+ * A user from NATS_CREDS or NATS_NKEY_SEED is the server's to check.
+ */
+function userOfKind(kind: string, user: string | undefined): void {
+	if (!(NODE_KINDS as readonly string[]).includes(kind))
+		throw new ConfigError(
+			`NATS_ACCESS=on gives each kind of node a NATS user of its own, and none runs ${kind.replaceAll("+", ", ")} together: give each node one service (SERVICES=games)`,
+		);
+	if (user !== undefined && user !== kind)
+		throw new ConfigError(`NATS_ACCESS=on: a ${kind} node logs in as the NATS user ${kind}, not ${user}: correct TRANSPORTER's user`);
 }
 
 /** The nats.js connection under moleculer's NATS transporter, when that is the transporter in use. */

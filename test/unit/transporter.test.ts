@@ -16,6 +16,17 @@ describe("natsTransporter", () => {
 		const { options } = natsTransporter("nats://nats:4222", null) as unknown as { options: { noAsyncTraces?: boolean } };
 		expect(options.noAsyncTraces).toBe(true);
 	});
+
+	test("with NATS_ACCESS=on, a node logs in as its kind's user: several services, or another kind's user, stop the start", () => {
+		expect(() => natsTransporter("nats://games:pw@nats:4222", "games")).not.toThrow();
+		expect(() => natsTransporter("nats://nats:4222", "games")).not.toThrow();
+		expect(() => natsTransporter("nats://api:pw@nats:4222", "games")).toThrow(
+			"NATS_ACCESS=on: a games node logs in as the NATS user games, not api: correct TRANSPORTER's user",
+		);
+		expect(() => natsTransporter("nats://api:pw@nats:4222", "api+authors+categories+games")).toThrow(
+			"NATS_ACCESS=on gives each kind of node a NATS user of its own, and none runs api, authors, categories, games together: give each node one service (SERVICES=games)",
+		);
+	});
 });
 
 describe("natsOptions", () => {
