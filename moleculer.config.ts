@@ -5,7 +5,7 @@ import { cacherOptions } from "./lib/cache/cache";
 import { config } from "./lib/config/config";
 import { loggerOptions, metricsOptions, tracingOptions } from "./lib/observability/observability";
 import { kindOfServices, nodeIdOf } from "./lib/config/broker-access";
-import { natsTransporter } from "./lib/config/transporter";
+import { checkUserOfKind, natsTransporter } from "./lib/config/transporter";
 import { hideCredentials, secretsIn } from "./lib/config/uris";
 import { describeStorage } from "./lib/storage/location";
 import { callsByAction } from "./middlewares/calls-by-action.middleware";
@@ -81,6 +81,8 @@ const brokerOptions: BrokerOptions = {
 		...(config.healthPort ? [readinessProbe(config.healthPort)] : []),
 	],
 	replOptions: { delimiter: "catalogue $", customCommands: catalogueCommands },
+	// The broker made, whose kind a tool sets to its own (scripts/catalogue-member.ts): before it connects.
+	created: broker => void (byKind && orExit(() => checkUserOfKind(broker))),
 };
 
 /** NATS with the credentials of TRANSPORTER's URL and the NATS_* files (docs/security.md), read here, at start. */

@@ -138,10 +138,14 @@ export function changeRelay(kind: Kind) {
 					}
 					// A restored backup's feed starts again: its followers are told before any change after it.
 					if (outbox.reset !== null) {
-						await publishReset(nats, FEED_KINDS[kind.service], outbox.reset);
+						await publishReset(nats, FEED_KINDS[kind.service], outbox.reset, this.broker.namespace);
 						await feed.markReset(outbox.reset);
 					}
-					const { last, stored, failure } = await publishChanges(nats, outbox.changes as unknown as Change[]);
+					const { last, stored, failure } = await publishChanges(
+						nats,
+						outbox.changes as unknown as Change[],
+						this.broker.namespace,
+					);
 					if (last !== undefined) await feed.markPublished(last);
 					if (this.broker.metrics.isEnabled()) this.broker.metrics.increment(FEED_METRICS.published, labels, stored);
 					if (failure) throw failure;

@@ -90,6 +90,8 @@ function relay(service: DataServiceName): string[] {
 		...["INFO", "CREATE", "UPDATE"].map(operation => `$JS.API.STREAM.${operation}.${CHANGES_STREAM}`),
 		`$JS.API.CONSUMER.LIST.${CHANGES_STREAM}`,
 		`catalogue.changes.${kind}.*`,
+		// In a NAMESPACE: its name after the type (lib/feed/jetstream.ts changeSubject).
+		`catalogue.changes.${kind}.*.*`,
 	];
 }
 

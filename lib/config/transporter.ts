@@ -153,10 +153,8 @@ Transporters.register(GAPLESS_NATS, GaplessNats as unknown as Parameters<typeof 
  * come under its kind's prefix (docs/security.md, "The broker").
  */
 export function natsTransporter(transporter: string, kind: string | null): NonNullable<BrokerOptions["transporter"]> {
-	const nats = natsOptions(transporter, natsFiles());
-	if (kind !== null) userOfKind(kind, nats.user);
 	const options: NatsOptions & { inboxPrefix?: string; noAsyncTraces: boolean } = {
-		...nats,
+		...natsOptions(transporter, natsFiles()),
 		...(kind && { inboxPrefix: inboxPrefix(kind) }),
 		// Otherwise nats.js makes a stack trace for every request and JetStream publish, in case it fails: one per change of the
 		// feed. The relay reports a failed publish by its message (mixins/change-relay.mixin.ts), which the trace does not change.
@@ -167,11 +165,13 @@ export function natsTransporter(transporter: string, kind: string | null): NonNu
 }
 
 /**
- * With NATS_ACCESS=on a node logs in as the NATS user of its kind, which may do only what that kind does: a node of no kind (several
- * services) or logged in as another would have its subscriptions refused by the server, one by one, while it says it is ready.
- * A user from NATS_CREDS or NATS_NKEY_SEED is the server's to check.
+ * With NATS_ACCESS=on a node logs in as the NATS user of its kind (the first part of its ID), which may do only what that kind does:
+ * a node of no kind (several services) or logged in as another would have its subscriptions refused by the server, one by one,
+ * while it says it is ready. A user from NATS_CREDS or NATS_NKEY_SEED is the server's to check.
  */
-function userOfKind(kind: string, user: string | undefined): void {
+export function checkUserOfKind(broker: ServiceBroker): void {
+	const kind = broker.nodeID.split(".")[0];
+	const user = (broker.options.transporter as { options?: NatsOptions } | null)?.options?.user;
 	if (!(NODE_KINDS as readonly string[]).includes(kind))
 		throw new ConfigError(
 			`NATS_ACCESS=on gives each kind of node a NATS user of its own, and none runs ${kind.replaceAll("+", ", ")} together: give each node one service (SERVICES=games)`,

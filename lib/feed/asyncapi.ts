@@ -54,7 +54,7 @@ export function asyncApiDocument({ version, records }: AsyncApiSources): JsonSch
 			title: `The ${kind} changes in JetStream`,
 			description:
 				`Subjects of the stream CATALOGUE_CHANGES, in a cluster: each change once (its id is the de-duplication id), in ${kind} order; ` +
-				"`reset` after a restored backup, before the changes that follow it.",
+				"`reset` after a restored backup, before the changes that follow it. A cluster with a NAMESPACE adds `.<namespace>` after the type.",
 			parameters: { type: { enum: [...CHANGE_TYPES, "reset"], description: "created, updated or removed; reset after a restore" } },
 			servers: [{ $ref: "#/servers/cluster" }],
 			messages: { [`${kind}Change`]: message(kind), streamReset: { $ref: "#/components/messages/streamReset" } },

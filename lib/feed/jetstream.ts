@@ -20,13 +20,19 @@ import { FEED_RETENTION, type Change, type ChangeKind } from "./changes";
 
 export const CHANGES_STREAM = "CATALOGUE_CHANGES";
 
-/** The subjects of the stream; a follower of one kind subscribes to `catalogue.changes.game.>`. */
+/** The subjects of the stream, every namespace's (`changeSubject`). */
 const CHANGES_SUBJECTS = "catalogue.changes.>";
 
 /** What the relay publishes: a change, or the `reset` of a kind whose feed a restored backup started again (`publishReset`). */
 type Message = Pick<Change, "id" | "kind"> & { type: Change["type"] | "reset" };
 
-const changeSubject = (message: Message) => `catalogue.changes.${message.kind}.${message.type}`;
+/**
+ * Where a change goes: `catalogue.changes.<kind>.<type>`, and in a cluster's NAMESPACE that namespace after it, so that clusters
+ * sharing a NATS server share the stream but not its subjects: a follower of the games takes `catalogue.changes.game.*`, or
+ * `catalogue.changes.game.*.<namespace>`.
+ */
+const changeSubject = (message: Message, namespace: string) =>
+	`catalogue.changes.${message.kind}.${message.type}${namespace ? `.${namespace}` : ""}`;
 
 /** The stream's bound in bytes, beside the feed's age: the oldest changes go first. */
 const STREAM_MAX_BYTES = 1024 ** 3;
@@ -116,7 +122,7 @@ function acknowledged(msg: Msg): boolean | Error | undefined {
  * and promise: 16 to 24 µs of CPU per change against 31 to 33 (docs/performance.md, "The change feed"). A publish the broker's
  * access rules refuse is answered by nobody: it fails as a TIMEOUT, and nats-server logs the refusal.
  */
-function publishAtOnce(nats: NatsConnection, changes: Message[]): Promise<(boolean | Error)[]> {
+function publishAtOnce(nats: NatsConnection, changes: Message[], namespace: string): Promise<(boolean | Error)[]> {
 	const answers: (boolean | Error | undefined)[] = changes.map(() => undefined);
 	// Under the node's own inbox prefix, which the broker's access rules let it read (lib/config/broker-access.ts).
 	const inbox = createInbox((nats as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
@@ -158,7 +164,7 @@ function publishAtOnce(nats: NatsConnection, changes: Message[]): Promise<(boole
 			for (const [index, change] of changes.entries()) {
 				const header = headers();
 				header.set("Nats-Msg-Id", change.id);
-				nats.publish(changeSubject(change), JSON.stringify(change), { reply: `${inbox}.${index}`, headers: header });
+				nats.publish(changeSubject(change, namespace), JSON.stringify(change), { reply: `${inbox}.${index}`, headers: header });
 			}
 		} catch (err) {
 			// A publish nats.js refuses (a message too large): none after it is sent, and those sent are not waited for.
@@ -172,8 +178,8 @@ function publishAtOnce(nats: NatsConnection, changes: Message[]): Promise<(boole
  * (lib/storage/sqlite-database.ts restartFeeds): the writes made after the backup, which they may have had, are undone. Its id is
  * made of the two, so a relay that publishes it again (killed before its note, or a second replica) has it stored once.
  */
-export const resetMessage = (kind: ChangeKind, from: number) => ({
-	id: `${kind}-reset-${from}`,
+export const resetMessage = (kind: ChangeKind, from: number, namespace = "") => ({
+	id: `${namespace ? `${namespace}-` : ""}${kind}-reset-${from}`,
 	kind,
 	type: "reset" as const,
 	after: from,
@@ -182,8 +188,8 @@ export const resetMessage = (kind: ChangeKind, from: number) => ({
 });
 
 /** Publishes the `kind` feed's `resetMessage`, and waits until the stream has it. */
-export async function publishReset(nats: NatsConnection, kind: ChangeKind, from: number): Promise<void> {
-	const [answer] = await publishAtOnce(nats, [resetMessage(kind, from)]);
+export async function publishReset(nats: NatsConnection, kind: ChangeKind, from: number, namespace = ""): Promise<void> {
+	const [answer] = await publishAtOnce(nats, [resetMessage(kind, from, namespace)], namespace);
 	if (answer instanceof Error) throw answer;
 }
 
@@ -194,7 +200,11 @@ export async function publishReset(nats: NatsConnection, kind: ChangeKind, from:
  * and none after a wave that failed: a change stored while its record's change before it failed would come before it once that one
  * is published again.
  */
-export async function publishChanges(nats: NatsConnection, changes: Change[]): Promise<{ last?: number; stored: number; failure?: Error }> {
+export async function publishChanges(
+	nats: NatsConnection,
+	changes: Change[],
+	namespace = "",
+): Promise<{ last?: number; stored: number; failure?: Error }> {
 	const waves: Change[][] = [];
 	const perRecord = new Map<string, number>();
 	for (const change of changes) {
@@ -206,7 +216,7 @@ export async function publishChanges(nats: NatsConnection, changes: Change[]): P
 	const answers = new Map<Change, boolean | Error>();
 	let failure: Error | undefined;
 	for (const wave of waves) {
-		const answered = await publishAtOnce(nats, wave);
+		const answered = await publishAtOnce(nats, wave, namespace);
 		wave.forEach((change, index) => answers.set(change, answered[index]));
 		failure = answered.find(answer => answer instanceof Error);
 		if (failure) break;

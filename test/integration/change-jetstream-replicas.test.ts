@@ -68,7 +68,9 @@ describe("on a NATS cluster of three, CHANGE_FEED_REPLICAS=3", () => {
 		await waitFor(
 			"the change is in the stream",
 			async () => {
-				const last = await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: "catalogue.changes.category.created" });
+				const last = await jsm.streams.getMessage(CHANGES_STREAM, {
+					last_by_subj: `catalogue.changes.category.created.${broker.namespace}`,
+				});
 				return last.json<Change>().record.id === category.id;
 			},
 			[],

@@ -31,8 +31,8 @@ beforeAll(async () => {
 	nats = await startNats();
 	broker = new ServiceBroker({
 		...brokerOptions,
+		// The default namespace, whose changes go under catalogue.changes.<kind>.<type>; the other brokers below have their own.
 		nodeID: `jetstream-${process.pid}`,
-		namespace: `jetstream-${newId()}`,
 		transporter: { type: "NATS", options: { url: nats.url } },
 		cacher: undefined,
 		metrics: { enabled: true, reporter: [] },
@@ -293,12 +293,12 @@ test("a NATS without JetStream: the outbox is seen waiting, and readiness names 
 	}
 });
 
-/** The three services over this file's NATS, each keeping its records in the SQLite database of `dataDir`. */
+/** The three services over this file's NATS in namespace `restored`, each keeping its records in the SQLite database of `dataDir`. */
 function brokerOn(dataDir: string): ServiceBroker {
 	const on = new ServiceBroker({
 		...brokerOptions,
 		nodeID: `restored-${process.pid}`,
-		namespace: `restored-${newId()}`,
+		namespace: "restored",
 		transporter: { type: "NATS", options: { url: nats.url } },
 		cacher: undefined,
 		logger: false,
@@ -347,7 +347,7 @@ test("a restored backup: the stream is told once, per kind, to start again from 
 		const { reset: from } = await feedOf((on.getLocalService("games") as unknown as { adapter: unknown }).adapter).unpublished(1);
 		expect(from).toBeNull();
 		const gameReset = resets.find(reset => reset.kind === "game")!;
-		expect(gameReset).toMatchObject({ id: `game-reset-${gameReset.after}`, msg: texts.restored });
+		expect(gameReset).toMatchObject({ id: `restored-game-reset-${gameReset.after}`, msg: texts.restored });
 		// Before the changes after the restore, which are numbered after it.
 		await until("the game made after the restore is in the stream", async () =>
 			(await streamed()).some(change => change.record?.id === after.game.id),
@@ -357,10 +357,54 @@ test("a restored backup: the stream is told once, per kind, to start again from 
 		expect(messages.findIndex(message => message.id === gameReset.id)).toBeLessThan(made);
 		expect(messages[made].seq).toBe(gameReset.after + 1);
 		// Published again (a relay killed before its note, or a second replica): stored once.
-		await publishReset(client, "game", gameReset.after);
+		await publishReset(client, "game", gameReset.after, "restored");
 		expect(await told()).toHaveLength(3);
 	} finally {
 		await on.stop();
 		rmSync(root, { recursive: true, force: true });
 	}
 }, 30_000);
+
+test("clusters in two namespaces on one NATS: each change under its namespace's subjects, so a follower of one sees none of the other's", async () => {
+	const other = new ServiceBroker({
+		...brokerOptions,
+		nodeID: `alpha-${process.pid}`,
+		namespace: "alpha",
+		transporter: { type: "NATS", options: { url: nats.url } },
+		cacher: undefined,
+		logger: false,
+	});
+	other.createService(CategoriesService);
+	try {
+		await other.start();
+		const [mine, theirs] = await Promise.all([
+			broker.call<{ category: { id: string } }, object>("categories.create", { name: "Default namespace" }),
+			other.call<{ category: { id: string } }, object>("categories.create", { name: "Namespace alpha" }),
+		]);
+		const lastOf = async (subject: string) => (await jsm.streams.getMessage(CHANGES_STREAM, { last_by_subj: subject })).json<Change>();
+		await until("both changes are in the stream", async () => {
+			const [ours, alpha] = await Promise.all([
+				lastOf("catalogue.changes.category.created"),
+				lastOf("catalogue.changes.category.created.alpha"),
+			]);
+			return ours.record.id === mine.category.id && alpha.record.id === theirs.category.id;
+		});
+		expect((await lastOf("catalogue.changes.category.created")).record.id).toBe(mine.category.id);
+		expect((await lastOf("catalogue.changes.category.created.alpha")).record.id).toBe(theirs.category.id);
+		// A follower of the default namespace's categories, as followers.md gives its filter.
+		const consumer = await jsm.consumers.add(CHANGES_STREAM, {
+			filter_subject: "catalogue.changes.category.*",
+			ack_policy: AckPolicy.None,
+		});
+		const { num_pending: pending } = consumer;
+		const messages = await (
+			await client.jetstream().consumers.get(CHANGES_STREAM, consumer.name)
+		).fetch({ max_messages: pending, expires: 2000 });
+		const seen: string[] = [];
+		for await (const message of messages) seen.push(message.json<Change>().record.id);
+		expect(seen).toContain(mine.category.id);
+		expect(seen).not.toContain(theirs.category.id);
+	} finally {
+		await other.stop();
+	}
+});

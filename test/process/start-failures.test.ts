@@ -94,6 +94,18 @@ const cases: [string, (heldPort: number) => Promise<NodeJS.ProcessEnv>, (heldPor
 			),
 	],
 	[
+		"a node logged in as another kind's NATS user (NATS_ACCESS=on)",
+		async () => ({ NATS_ACCESS: "on", SERVICES: "games", TRANSPORTER: `nats://api:Pa55-w0rd@127.0.0.1:${await freePort()}` }),
+		() =>
+			/^\S+ FATAL CONFIG: NATS_ACCESS=on: a games node logs in as the NATS user games, not api: correct TRANSPORTER's user\. Correct it/,
+	],
+	[
+		"a node of several services (NATS_ACCESS=on)",
+		async () => ({ NATS_ACCESS: "on", TRANSPORTER: `nats://api:Pa55-w0rd@127.0.0.1:${await freePort()}` }),
+		() =>
+			/^\S+ FATAL CONFIG: NATS_ACCESS=on gives each kind of node a NATS user of its own, and none runs api, authors, categories, games together/,
+	],
+	[
 		"a DATA_DIR that is not a folder",
 		async () => ({ STORAGE: "file", DATA_DIR: path.join(notAFolder, "data"), SERVICES: "games" }),
 		() => /FATAL .*GAMES: DATA_DIR .*a-file\/data cannot be used: ENOTDIR/,

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError } from "../../lib/config/config";
-import { natsFiles, natsOptions, natsTransporter } from "../../lib/config/transporter";
+import type { ServiceBroker } from "moleculer";
+import { checkUserOfKind, natsFiles, natsOptions, natsTransporter } from "../../lib/config/transporter";
 
 const dir = mkdtempSync(path.join(tmpdir(), "catalogue-transporter-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -18,12 +19,15 @@ describe("natsTransporter", () => {
 	});
 
 	test("with NATS_ACCESS=on, a node logs in as its kind's user: several services, or another kind's user, stop the start", () => {
-		expect(() => natsTransporter("nats://games:pw@nats:4222", "games")).not.toThrow();
-		expect(() => natsTransporter("nats://nats:4222", "games")).not.toThrow();
-		expect(() => natsTransporter("nats://api:pw@nats:4222", "games")).toThrow(
+		const broker = (nodeID: string, transporter: string) =>
+			({ nodeID, options: { transporter: natsTransporter(transporter, nodeID.split(".")[0]) } }) as unknown as ServiceBroker;
+		expect(() => checkUserOfKind(broker("games.host-1", "nats://games:pw@nats:4222"))).not.toThrow();
+		expect(() => checkUserOfKind(broker("transfer.host-1", "nats://transfer:pw@nats:4222"))).not.toThrow();
+		expect(() => checkUserOfKind(broker("games.host-1", "nats://nats:4222"))).not.toThrow();
+		expect(() => checkUserOfKind(broker("games.host-1", "nats://api:pw@nats:4222"))).toThrow(
 			"NATS_ACCESS=on: a games node logs in as the NATS user games, not api: correct TRANSPORTER's user",
 		);
-		expect(() => natsTransporter("nats://api:pw@nats:4222", "api+authors+categories+games")).toThrow(
+		expect(() => checkUserOfKind(broker("api+authors+categories+games.host-1", "nats://api:pw@nats:4222"))).toThrow(
 			"NATS_ACCESS=on gives each kind of node a NATS user of its own, and none runs api, authors, categories, games together: give each node one service (SERVICES=games)",
 		);
 	});
