@@ -46,6 +46,8 @@ export function startTimeout({ timeoutMs, transporter, redis, storage }: StartTi
 			timers.set(broker, timer);
 		},
 		async serviceStarting(service: Service) {
+			// moleculer-db says each failed attempt to reach the store (MongoDB) as an error and a warning, every second.
+			quietWhileStarting(service.broker, [service.logger], STORE_RETRIES);
 			if (!waitingFor.has(service.broker)) waitingFor.set(service.broker, new Set());
 			waitingFor.get(service.broker)!.add(service.name);
 		},
@@ -61,14 +63,19 @@ export function startTimeout({ timeoutMs, transporter, redis, storage }: StartTi
 	};
 }
 
+/** What moleculer-db says of each failed attempt to connect a service's store (its `started`). */
+const STORE_RETRIES = ["Connection error!", "Reconnecting..."];
+
 /**
- * moleculer says each failed attempt to reach the transporter at start as an error and a warning: these are info until the broker
- * has started, as the start timeout says the failure once, naming TRANSPORTER. Once started, they are what they were.
+ * moleculer says each failed attempt to reach the transporter at start as an error and a warning, and moleculer-db each attempt to
+ * reach the store (`only` those lines of a service's logger): these are info until the broker has started, as the start timeout says
+ * the failure once, naming TRANSPORTER or the storage. Once started, they are what they were.
  */
-function quietWhileStarting(broker: ServiceBroker, loggers: Logger[]): void {
+function quietWhileStarting(broker: ServiceBroker, loggers: Logger[], only?: string[]): void {
 	for (const logger of loggers)
 		for (const level of ["error", "warn"] as const) {
 			const said = logger[level].bind(logger);
-			logger[level] = (...args: unknown[]) => (broker.started ? said(...args) : logger.info(...args));
+			logger[level] = (...args: unknown[]) =>
+				broker.started || (only && !only.includes(String(args[0]))) ? said(...args) : logger.info(...args);
 		}
 }

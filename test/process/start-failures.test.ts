@@ -66,6 +66,17 @@ const cases: [string, (heldPort: number) => Promise<NodeJS.ProcessEnv>, (heldPor
 			/FATAL .*BROKER: Could not start within 3 s: games could not reach the storage \(MongoDB at mongodb:\/\/catalogue:\*\*\*@127\.0\.0\.1:\d+\/catalogue\); giving up\. Start MongoDB there, or correct MONGO_URI\.$/,
 	],
 	[
+		// Past the driver's 5 s wait for a server, so that moleculer-db's retries (an error and a warning each) come before the line.
+		"an unreachable MongoDB, waited for past the driver's own wait",
+		async () => ({
+			MONGO_URI: `mongodb://catalogue:Pa55-w0rd@127.0.0.1:${await freePort()}/catalogue`,
+			SERVICES: "games",
+			START_TIMEOUT: "8",
+		}),
+		() =>
+			/FATAL .*BROKER: Could not start within 8 s: games could not reach the storage \(MongoDB at mongodb:\/\/catalogue:\*\*\*@127\.0\.0\.1:\d+\/catalogue\); giving up\./,
+	],
+	[
 		"an unreachable Redis",
 		async () => ({ REDIS_URL: `redis://:Pa55-w0rd@127.0.0.1:${await freePort()}`, SERVICES: "games" }),
 		() =>
