@@ -136,6 +136,30 @@ class GaplessNats extends Transporters.NATS {
 			.catch((err: Error) => this.logger.warn("The node's actions are not subscribed to on NATS:", err.message));
 	}
 
+	/**
+	 * moleculer's callbacks read the message of every event of a subscription: one the server refuses (its user may not read that
+	 * subject) comes as an error without a message, whose TypeError stopped the connection's reader while the node said it was ready,
+	 * and no SIGTERM could end it then. A refusal of one of moleculer's own subjects ends the node with one line instead.
+	 */
+	override onConnected(wasReconnect?: boolean): Promise<void> {
+		const client = this.client as NatsConnection;
+		const subscribe = client.subscribe.bind(client);
+		client.subscribe = (subject, options) => {
+			const callback = options?.callback;
+			if (!callback || !subject.startsWith(this.prefix)) return subscribe(subject, options);
+			return subscribe(subject, { ...options, callback: (err, msg) => (err ? this.refused(subject, err) : callback(err, msg)) });
+		};
+		return super.onConnected(wasReconnect);
+	}
+
+	private refused(subject: string, err: Error): void {
+		this.logger.fatal(
+			`NATS refused this node the subject ${subject} (${err.message}): its user may not do what this kind of node does. ` +
+				"Check NATS_ACCESS, TRANSPORTER's user and the server's rules (docs/security.md).",
+		);
+		process.exit(1);
+	}
+
 	override publish(packet: Packet): Promise<void> {
 		const info = packet.type === "INFO" && (packet.payload as { seq?: number }).seq;
 		if (this.broker.options.disableBalancer && typeof info === "number" && info !== this.subscribedSeq)
