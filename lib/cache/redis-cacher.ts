@@ -125,9 +125,13 @@ export class RedisAnswers extends Cachers.Redis<AnswersClient> implements Answer
 		this.client.defineCommand("catalogueLookup", { numberOfKeys: 1, lua: LOOKUP });
 		this.client.defineCommand("catalogueAdopt", { numberOfKeys: 1, lua: ADOPT_EPOCH });
 		this.client.defineCommand("catalogueAddEncoding", { numberOfKeys: 1, lua: ADD_ENCODING });
+		// While the node starts, `epochAtStart` says a refusal (once, at WARN).
 		this.client.on(
 			"ready",
-			() => void this.checkEpoch().catch((err: Error) => this.logger.warn(`Could not check the cache's epoch: ${err.message}`)),
+			() =>
+				void this.checkEpoch().catch((err: Error) =>
+					(broker.started ? this.logger.warn : this.logger.info)(`Could not check the cache's epoch: ${err.message}`),
+				),
 		);
 		this.client.on("close", () => {
 			this.epochChecked = false;

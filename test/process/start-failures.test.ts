@@ -165,6 +165,11 @@ test("a Redis that answers but refuses the cache's epoch (a read-only replica): 
 		const { code, output } = await failedStart({ REDIS_URL: replica.url, SERVICES: "games", LOGLEVEL: "info" });
 		expect(code).toBe(1);
 		expect(output.match(/answers but refuses the cache's epoch \(READONLY/g)).toHaveLength(1);
+		// And nothing else at WARN or above but the start timeout's line.
+		expect(output.split("\n").filter(line => /^\S+ (WARN|ERROR|FATAL) /.test(line))).toEqual([
+			expect.stringMatching(/WARN .*answers but refuses the cache's epoch/),
+			expect.stringMatching(/FATAL .*did not take the cache's epoch/),
+		]);
 		expect(output).toMatch(
 			/FATAL .*BROKER: The Redis of REDIS_URL redis:\/\/127\.0\.0\.1:\d+ did not take the cache's epoch within 3 s; giving up\./,
 		);
