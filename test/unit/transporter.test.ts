@@ -72,6 +72,11 @@ describe("natsOptions", () => {
 			{ creds: file("a.creds", "x"), nkeySeed: file("b.nk", "y") },
 			/NATS_CREDS and NATS_NKEY_SEED are two ways to log in/,
 		],
+		[
+			"an nkey seed file that holds no seed (it failed as NATS being away, after START_TIMEOUT)",
+			{ nkeySeed: file("empty.nk", "not a seed\n") },
+			/^NATS_NKEY_SEED names .*empty\.nk, which holds no nkey seed \(a line SU\.\.\. as `nk -gen user` writes it\)$/,
+		],
 	])("refuses %s", (_case, files, message) => {
 		expect(() => natsOptions("nats://nats:4222", files)).toThrow(ConfigError);
 		expect(() => natsOptions("nats://nats:4222", files)).toThrow(message);
