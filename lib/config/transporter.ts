@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Transporters, type BrokerOptions, type ServiceBroker } from "moleculer";
-import { credsAuthenticator, nkeyAuthenticator, nkeys, type Authenticator, type NatsConnection } from "nats";
+import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NatsConnection } from "nats";
 import { inboxPrefix, NODE_KINDS } from "./broker-access";
 import { hideCredentials } from "./uris";
 import { ConfigError } from "./config";
@@ -46,15 +46,18 @@ function read(files: NatsFiles, field: keyof NatsFiles): Buffer | undefined {
 	}
 }
 
-/** The nkey seed of NATS_NKEY_SEED's `file`, checked: a file without one would fail every login as NATS being away. */
-function userSeed(text: Buffer, file: string): Uint8Array {
-	const seed = new TextEncoder().encode(text.toString("utf8").trim());
+/**
+ * The authenticator of NATS_NKEY_SEED's `file`, tried once on a nonce of its own: a file without a seed would fail every login as
+ * NATS being away.
+ */
+function seedAuthenticator(text: Buffer, file: string): Authenticator {
+	const authenticator = nkeyAuthenticator(new TextEncoder().encode(text.toString("utf8").trim()));
 	try {
-		nkeys.fromSeed(seed);
+		authenticator("catalogue");
 	} catch {
 		throw new ConfigError(`NATS_NKEY_SEED names ${file}, which holds no nkey seed (a line SU... as \`nk -gen user\` writes it)`);
 	}
-	return seed;
+	return authenticator;
 }
 
 /** What the NATS client is given: its servers, and the credentials and TLS the configuration holds. */
@@ -100,7 +103,7 @@ export function natsOptions(transporter: string, files: NatsFiles): NatsOptions 
 	const seed = read(files, "nkeySeed");
 	if (creds && seed) throw new ConfigError("NATS_CREDS and NATS_NKEY_SEED are two ways to log in: set one");
 	if (creds) options.authenticator = credsAuthenticator(new Uint8Array(creds));
-	if (seed) options.authenticator = nkeyAuthenticator(userSeed(seed, files.nkeySeed!));
+	if (seed) options.authenticator = seedAuthenticator(seed, files.nkeySeed!);
 	const [ca, cert, key] = (["ca", "cert", "key"] as const).map(field => read(files, field)?.toString("utf8"));
 	if ((cert === undefined) !== (key === undefined)) throw new ConfigError("NATS_CERT and NATS_KEY go together: set both or neither");
 	if (tls || ca || cert) options.tls = { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) };
