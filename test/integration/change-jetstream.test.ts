@@ -293,25 +293,28 @@ test("a NATS without JetStream: the outbox is seen waiting, and readiness names 
 	}
 });
 
-/** The three services over this file's NATS in namespace `restored`, each keeping its records in the SQLite database of `dataDir`. */
-function brokerOn(dataDir: string): ServiceBroker {
-	const on = new ServiceBroker({
+/**
+ * The three services over this file's NATS in `namespace`, each keeping its records in the SQLite database of `dataDir` (in memory
+ * without one).
+ */
+function brokerIn(namespace: string, dataDir?: string): ServiceBroker {
+	const broker_ = new ServiceBroker({
 		...brokerOptions,
-		nodeID: `restored-${process.pid}`,
-		namespace: "restored",
+		nodeID: `${namespace}-${process.pid}`,
+		namespace,
 		transporter: { type: "NATS", options: { url: nats.url } },
 		cacher: undefined,
 		logger: false,
 	});
 	// Each service's store is made as it is created, from the configuration of that moment.
 	const kept = { storage: config.storage, dataDir: config.dataDir };
-	Object.assign(config, { storage: "file", dataDir });
+	if (dataDir) Object.assign(config, { storage: "file", dataDir });
 	try {
-		for (const schema of [AuthorsService, CategoriesService, GamesService]) on.createService(schema);
+		for (const schema of [AuthorsService, CategoriesService, GamesService]) broker_.createService(schema);
 	} finally {
 		Object.assign(config, kept);
 	}
-	return on;
+	return broker_;
 }
 
 test("a restored backup: the stream is told once, per kind, to start again from a full read, before any change after it", async () => {
@@ -319,7 +322,7 @@ test("a restored backup: the stream is told once, per kind, to start again from 
 	const [live, backup, restored] = ["live", "backup", "restored"].map(name => path.join(root, name));
 	const create = (on: ServiceBroker, title: string, category: object, author: object) =>
 		on.call<{ game: { id: string } }, object>("games.create", { title, age: 10, category, author });
-	let on = brokerOn(live);
+	let on = brokerIn("restored", live);
 	try {
 		await on.start();
 		const { category } = await on.call<{ category: object }, object>("categories.create", { name: "Restored" });
@@ -335,7 +338,7 @@ test("a restored backup: the stream is told once, per kind, to start again from 
 
 		mkdirSync(restored);
 		copyFileSync(path.join(backup, DATABASE_FILE), path.join(restored, DATABASE_FILE));
-		on = brokerOn(restored);
+		on = brokerIn("restored", restored);
 		await on.start();
 		const after = await create(on, "After the restore", category, author);
 		type Reset = { id: string; kind: string; type: string; after: number; msg: string };
@@ -366,15 +369,7 @@ test("a restored backup: the stream is told once, per kind, to start again from 
 }, 30_000);
 
 test("clusters in two namespaces on one NATS: each change under its namespace's subjects, so a follower of one sees none of the other's", async () => {
-	const other = new ServiceBroker({
-		...brokerOptions,
-		nodeID: `alpha-${process.pid}`,
-		namespace: "alpha",
-		transporter: { type: "NATS", options: { url: nats.url } },
-		cacher: undefined,
-		logger: false,
-	});
-	other.createService(CategoriesService);
+	const other = brokerIn("alpha");
 	try {
 		await other.start();
 		const [mine, theirs] = await Promise.all([
