@@ -15,7 +15,7 @@ import {
 	recordedMongoWrite,
 	type MongoStore,
 } from "./mongo-feed";
-import { SqliteAdapter, type Recorded, type RecordedWrite } from "./sqlite-adapter";
+import { missesWhole, SqliteAdapter, type Recorded, type RecordedWrite } from "./sqlite-adapter";
 
 /** How long a MongoDB operation waits for a reachable server before it fails. */
 const MONGO_SERVER_WAIT_MS = 5000;
@@ -116,11 +116,9 @@ export async function recordedWrite(
 	if ("update" in write) {
 		// Without the feed's transaction (a lone server may have none), a batch counted whole then written: a removal between the two,
 		// by an import that took over drafts past their lease, is not excluded.
-		if (
-			write.whole !== undefined &&
-			(await mongo.collection.find(write.query, { projection: { _id: 1 } }).toArray()).length !== write.whole
-		)
-			return { written: 0, changes: [] };
+		const matched =
+			write.whole === undefined ? 0 : (await mongo.collection.find(write.query, { projection: { _id: 1 } }).toArray()).length;
+		if (missesWhole(write, matched)) return { written: 0, changes: [] };
 		// The records matched: the adapter's own updateMany counts only those whose values changed, and a write of the same values is a write.
 		return { written: (await mongo.collection.updateMany(write.query, write.update)).matchedCount, changes: [] };
 	}

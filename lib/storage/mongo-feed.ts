@@ -4,7 +4,7 @@
  * raises. Transactions need a replica set; a feed on a server that is not one stops the start (`feedlessServer`).
  */
 import { feedName, publishedKey } from "../feed/changes";
-import { NotWhole, type RecordedWrite, type Recorded } from "./sqlite-adapter";
+import { missesWhole, NotWhole, type RecordedWrite, type Recorded } from "./sqlite-adapter";
 
 type Doc = Record<string, unknown>;
 
@@ -94,7 +94,7 @@ export async function recordedMongoWrite(
 					.sort({ _id: 1 })
 					.toArray();
 				ids = found.map(doc => String(doc._id));
-				if ("whole" in write && write.whole !== undefined && ids.length !== write.whole) throw new NotWhole();
+				if (missesWhole(write, ids.length)) throw new NotWhole();
 				const these = { _id: { $in: ids } };
 				if (ids.length > 0 && "update" in write) await collection.updateMany(these, write.update, { session });
 				if (ids.length > 0 && "remove" in write) await collection.deleteMany(these, { session });

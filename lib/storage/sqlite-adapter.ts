@@ -19,6 +19,10 @@ export type RecordedWrite = { insert: Doc[] } | { query: Doc; update: Doc; whole
 /** Thrown inside a recorded write's transaction when its query does not match its `whole` count: nothing of it is kept. */
 export class NotWhole extends Error {}
 
+/** Whether `write` asks to be whole and its query matched another number of records than that. */
+export const missesWhole = (write: RecordedWrite, matched: number): boolean =>
+	"whole" in write && write.whole !== undefined && matched !== write.whole;
+
 /** A change as the feed keeps it: what `recordedWrite` was given, and its place in the feed. */
 export type Recorded = Doc & { seq: number };
 
@@ -369,7 +373,7 @@ export class SqliteAdapter {
 				const statement = db.prepare(`${change.sql} WHERE ${condition.sql} RETURNING _id`);
 				// In id order, as MongoDB finds them (lib/storage/mongo-feed.ts): the feed numbers them alike in both stores.
 				ids = (statement.all(...change.values, ...condition.values) as { _id: string }[]).map(row => row._id).sort();
-				if ("whole" in write && write.whole !== undefined && ids.length !== write.whole) throw new NotWhole();
+				if (missesWhole(write, ids.length)) throw new NotWhole();
 			}
 			if (!changeOf) return { written: ids.length, changes: [] };
 			const append = db.prepare(`INSERT INTO ${this.feed} (at, change) VALUES (?, ?) RETURNING seq`);

@@ -218,7 +218,8 @@ export const BACKUP_NOTE = "backup taken at";
  * past them, holding writes the restore undid; the next changes would be numbered as others it has seen. Each feed is emptied and
  * numbered on from the time in hundredths of a millisecond (15 digits, as positions are), past any seq handed out before (more than
  * the writes any feed took since the last restore), so every follower starts again from a full read; the outbox counts on from there,
- * its relay tells the cluster's stream first (resetKey), and the note goes in the same transaction. When that backup was taken, or undefined for a database that is not a restored backup.
+ * its relay tells the cluster's stream first (resetKey), and the note goes in the same transaction. When that backup was taken, or
+ * undefined for a database that is not a restored backup.
  */
 function restartFeeds(db: DatabaseSync): string | undefined {
 	// Read in the transaction: two replicas starting at once on the restored file restart the feeds once.
